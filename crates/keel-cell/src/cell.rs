@@ -1,0 +1,429 @@
+//! The cell: coordinates plus value, with validating constructors.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use bytes::Bytes;
+
+use crate::cell_type::CellType;
+use crate::codec::CELL_HEADER_LEN;
+use crate::error::{CellError, escape_bytes};
+use crate::key::{CellKey, LATEST_TIMESTAMP};
+use crate::limits::{CellLimits, check_family_len, check_row_len};
+
+/// One versioned value (or delete marker) of one column of one row.
+///
+/// Every field is a [`Bytes`], so cells decoded from a shared buffer (a WAL entry, a store-file
+/// block) slice it instead of copying. A `Cell` always satisfies the data model's rules: a
+/// non-empty row of at most [`crate::MAX_ROW_LEN`] bytes, a non-empty family of at most
+/// [`crate::MAX_FAMILY_LEN`] bytes, a storable type, and an encoded size within the
+/// [`CellLimits`] it was built or decoded with.
+///
+/// `Ord` is HBase's `CellComparator` on the key ([`CellKey`]), with the value as a final
+/// tie-break so that the order stays consistent with `Eq`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Cell {
+    pub(crate) key: CellKey,
+    pub(crate) value: Bytes,
+}
+
+impl Cell {
+    /// A put, checked against the default [`CellLimits`].
+    ///
+    /// ```
+    /// let cell = keel_cell::Cell::put("row1", "f", "q", 1_700_000_000_000, "value")?;
+    /// assert_eq!(cell.value().as_ref(), b"value");
+    /// # Ok::<(), keel_cell::CellError>(())
+    /// ```
+    pub fn put(
+        row: impl Into<Bytes>,
+        family: impl Into<Bytes>,
+        qualifier: impl Into<Bytes>,
+        timestamp: i64,
+        value: impl Into<Bytes>,
+    ) -> Result<Cell, CellError> {
+        Cell::builder(row, family)
+            .qualifier(qualifier)
+            .timestamp(timestamp)
+            .value(value)
+            .build()
+    }
+
+    /// A `Delete` marker: masks the one version of the column with this exact timestamp.
+    pub fn delete(
+        row: impl Into<Bytes>,
+        family: impl Into<Bytes>,
+        qualifier: impl Into<Bytes>,
+        timestamp: i64,
+    ) -> Result<Cell, CellError> {
+        Cell::marker(row, family, qualifier, timestamp, CellType::Delete)
+    }
+
+    /// A `DeleteColumn` marker: masks every version of the column at or below `timestamp`.
+    pub fn delete_column(
+        row: impl Into<Bytes>,
+        family: impl Into<Bytes>,
+        qualifier: impl Into<Bytes>,
+        timestamp: i64,
+    ) -> Result<Cell, CellError> {
+        Cell::marker(row, family, qualifier, timestamp, CellType::DeleteColumn)
+    }
+
+    /// A `DeleteFamily` marker: masks every column of the family at or below `timestamp`.
+    pub fn delete_family(
+        row: impl Into<Bytes>,
+        family: impl Into<Bytes>,
+        timestamp: i64,
+    ) -> Result<Cell, CellError> {
+        Cell::marker(row, family, Bytes::new(), timestamp, CellType::DeleteFamily)
+    }
+
+    /// A `DeleteFamilyVersion` marker: masks the version at exactly `timestamp` in every column.
+    pub fn delete_family_version(
+        row: impl Into<Bytes>,
+        family: impl Into<Bytes>,
+        timestamp: i64,
+    ) -> Result<Cell, CellError> {
+        Cell::marker(
+            row,
+            family,
+            Bytes::new(),
+            timestamp,
+            CellType::DeleteFamilyVersion,
+        )
+    }
+
+    fn marker(
+        row: impl Into<Bytes>,
+        family: impl Into<Bytes>,
+        qualifier: impl Into<Bytes>,
+        timestamp: i64,
+        cell_type: CellType,
+    ) -> Result<Cell, CellError> {
+        let builder = Cell::builder(row, family)
+            .qualifier(qualifier)
+            .timestamp(timestamp);
+        builder.cell_type(cell_type).build()
+    }
+
+    /// A builder for any cell; defaults: empty qualifier, [`LATEST_TIMESTAMP`], `Put`, empty
+    /// value, sequence id 0, default [`CellLimits`].
+    pub fn builder(row: impl Into<Bytes>, family: impl Into<Bytes>) -> CellBuilder {
+        CellBuilder {
+            row: row.into(),
+            family: family.into(),
+            qualifier: Bytes::new(),
+            timestamp: LATEST_TIMESTAMP,
+            cell_type: CellType::Put,
+            sequence_id: 0,
+            value: Bytes::new(),
+            limits: CellLimits::default(),
+        }
+    }
+
+    /// Checks every rule a stored cell must satisfy. Shared by the builder and the decoder so
+    /// both accept exactly the same cells.
+    pub(crate) fn validate(
+        key: &CellKey,
+        value_len: usize,
+        limits: &CellLimits,
+    ) -> Result<(), CellError> {
+        if key.row.is_empty() {
+            return Err(CellError::EmptyRow);
+        }
+        check_row_len(&key.row)?;
+        if key.family.is_empty() {
+            return Err(CellError::EmptyFamily {
+                row: escape_bytes(&key.row),
+            });
+        }
+        check_family_len(&key.row, &key.family)?;
+        if !key.cell_type.is_storable() {
+            return Err(CellError::NotStorable {
+                cell_type: key.cell_type,
+                row: escape_bytes(&key.row),
+            });
+        }
+        let size = CELL_HEADER_LEN
+            .saturating_add(key.row.len())
+            .saturating_add(key.family.len())
+            .saturating_add(key.qualifier.len())
+            .saturating_add(value_len);
+        limits.check_size(&key.row, size)
+    }
+
+    /// The coordinates.
+    pub fn key(&self) -> &CellKey {
+        &self.key
+    }
+
+    /// The row.
+    pub fn row(&self) -> &Bytes {
+        &self.key.row
+    }
+
+    /// The column family.
+    pub fn family(&self) -> &Bytes {
+        &self.key.family
+    }
+
+    /// The column qualifier.
+    pub fn qualifier(&self) -> &Bytes {
+        &self.key.qualifier
+    }
+
+    /// Milliseconds since the epoch, or [`LATEST_TIMESTAMP`] until the region assigns one.
+    pub fn timestamp(&self) -> i64 {
+        self.key.timestamp
+    }
+
+    /// Put or one of the delete markers.
+    pub fn cell_type(&self) -> CellType {
+        self.key.cell_type
+    }
+
+    /// The MVCC write number of the edit (0 until the region assigns one).
+    pub fn sequence_id(&self) -> u64 {
+        self.key.sequence_id
+    }
+
+    /// The value (empty for delete markers).
+    pub fn value(&self) -> &Bytes {
+        &self.value
+    }
+
+    /// Sets the sequence id, as the region does when it applies the edit.
+    pub fn set_sequence_id(&mut self, sequence_id: u64) {
+        self.key.sequence_id = sequence_id;
+    }
+
+    /// Sets the timestamp, as the region does to replace [`LATEST_TIMESTAMP`] with now.
+    pub fn set_timestamp(&mut self, timestamp: i64) {
+        self.key.timestamp = timestamp;
+    }
+
+    /// Splits the cell into its key and value.
+    pub fn into_parts(self) -> (CellKey, Bytes) {
+        (self.key, self.value)
+    }
+}
+
+impl Ord for Cell {
+    fn cmp(&self, other: &Cell) -> Ordering {
+        self.key
+            .cmp(&other.key)
+            .then_with(|| self.value.cmp(&other.value))
+    }
+}
+
+impl PartialOrd for Cell {
+    fn partial_cmp(&self, other: &Cell) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Debug for Cell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} = {}", self.key, escape_bytes(&self.value))
+    }
+}
+
+/// Builds a [`Cell`] field by field; [`CellBuilder::build`] checks every rule.
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct CellBuilder {
+    row: Bytes,
+    family: Bytes,
+    qualifier: Bytes,
+    timestamp: i64,
+    cell_type: CellType,
+    sequence_id: u64,
+    value: Bytes,
+    limits: CellLimits,
+}
+
+impl CellBuilder {
+    /// Sets the qualifier (default empty).
+    pub fn qualifier(mut self, qualifier: impl Into<Bytes>) -> Self {
+        self.qualifier = qualifier.into();
+        self
+    }
+
+    /// Sets the timestamp (default [`LATEST_TIMESTAMP`]).
+    pub fn timestamp(mut self, timestamp: i64) -> Self {
+        self.timestamp = timestamp;
+        self
+    }
+
+    /// Sets the type (default `Put`).
+    pub fn cell_type(mut self, cell_type: CellType) -> Self {
+        self.cell_type = cell_type;
+        self
+    }
+
+    /// Sets the sequence id (default 0).
+    pub fn sequence_id(mut self, sequence_id: u64) -> Self {
+        self.sequence_id = sequence_id;
+        self
+    }
+
+    /// Sets the value (default empty).
+    pub fn value(mut self, value: impl Into<Bytes>) -> Self {
+        self.value = value.into();
+        self
+    }
+
+    /// Sets the limits checked by [`CellBuilder::build`] (default [`CellLimits::default`]).
+    pub fn limits(mut self, limits: CellLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Checks every rule and returns the cell, or the first rule it breaks.
+    pub fn build(self) -> Result<Cell, CellError> {
+        let key = CellKey {
+            row: self.row,
+            family: self.family,
+            qualifier: self.qualifier,
+            timestamp: self.timestamp,
+            cell_type: self.cell_type,
+            sequence_id: self.sequence_id,
+        };
+        Cell::validate(&key, self.value.len(), &self.limits)?;
+        Ok(Cell {
+            key,
+            value: self.value,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{MAX_FAMILY_LEN, MAX_ROW_LEN};
+
+    #[test]
+    fn shortcuts_set_type_and_fields() {
+        let put = Cell::put("r", "f", "q", 5, "v").unwrap();
+        assert_eq!(
+            (
+                put.row().as_ref(),
+                put.family().as_ref(),
+                put.qualifier().as_ref()
+            ),
+            (&b"r"[..], &b"f"[..], &b"q"[..])
+        );
+        assert_eq!(
+            (put.timestamp(), put.cell_type(), put.sequence_id()),
+            (5, CellType::Put, 0)
+        );
+        assert_eq!(
+            Cell::delete("r", "f", "q", 5).unwrap().cell_type(),
+            CellType::Delete
+        );
+        let col = Cell::delete_column("r", "f", "q", 5).unwrap();
+        assert_eq!(col.cell_type(), CellType::DeleteColumn);
+        let fam = Cell::delete_family("r", "f", 5).unwrap();
+        assert_eq!(
+            (fam.cell_type(), fam.qualifier().len()),
+            (CellType::DeleteFamily, 0)
+        );
+        let famv = Cell::delete_family_version("r", "f", 5).unwrap();
+        assert_eq!(famv.cell_type(), CellType::DeleteFamilyVersion);
+        assert!(famv.value().is_empty());
+    }
+
+    #[test]
+    fn builder_defaults_and_setters() {
+        let cell = Cell::builder("r", "f").build().unwrap();
+        assert_eq!(cell.timestamp(), LATEST_TIMESTAMP);
+        assert_eq!(cell.cell_type(), CellType::Put);
+        let mut cell = Cell::builder("r", "f")
+            .sequence_id(9)
+            .value("v")
+            .build()
+            .unwrap();
+        assert_eq!(cell.sequence_id(), 9);
+        cell.set_sequence_id(11);
+        cell.set_timestamp(12);
+        let (key, value) = cell.into_parts();
+        assert_eq!(
+            (key.sequence_id(), key.timestamp(), value.as_ref()),
+            (11, 12, &b"v"[..])
+        );
+    }
+
+    #[test]
+    fn every_construction_rule_is_checked() {
+        assert_eq!(Cell::put("", "f", "q", 1, "v"), Err(CellError::EmptyRow));
+        assert!(matches!(
+            Cell::put("r", "", "q", 1, "v"),
+            Err(CellError::EmptyFamily { .. })
+        ));
+        let row_at_limit = vec![b'r'; MAX_ROW_LEN];
+        assert!(Cell::put(row_at_limit, "f", "q", 1, "v").is_ok());
+        let row_over = vec![b'r'; MAX_ROW_LEN + 1];
+        assert!(matches!(
+            Cell::put(row_over, "f", "", 1, ""),
+            Err(CellError::RowTooLong { .. })
+        ));
+        let family_at_limit = vec![b'f'; MAX_FAMILY_LEN];
+        assert!(Cell::put("r", family_at_limit, "q", 1, "v").is_ok());
+        let family_over = vec![b'f'; MAX_FAMILY_LEN + 1];
+        assert!(matches!(
+            Cell::put("r", family_over, "", 1, ""),
+            Err(CellError::FamilyTooLong { .. })
+        ));
+        for bound in [CellType::Minimum, CellType::Maximum] {
+            let err = Cell::builder("r", "f")
+                .cell_type(bound)
+                .build()
+                .unwrap_err();
+            assert!(matches!(err, CellError::NotStorable { cell_type, .. } if cell_type == bound));
+        }
+    }
+
+    #[test]
+    fn size_limit_counts_the_encoded_cell() {
+        // Header + "r" + "f" + "q" + 7-byte value = 38 bytes.
+        let exact = CellLimits {
+            max_cell_size: CELL_HEADER_LEN + 3 + 7,
+        };
+        let ok = Cell::builder("r", "f")
+            .qualifier("q")
+            .value("1234567")
+            .limits(exact)
+            .build();
+        assert_eq!(ok.unwrap().value().len(), 7);
+        let err = Cell::builder("r", "f")
+            .qualifier("q")
+            .value("12345678")
+            .limits(exact)
+            .build()
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            CellError::CellTooLarge {
+                size: 39,
+                max: 38,
+                ..
+            }
+        ));
+        let default_max = CellLimits::default().max_cell_size;
+        let big = vec![0u8; default_max];
+        assert!(matches!(
+            Cell::put("r", "f", "", 0, big),
+            Err(CellError::CellTooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn order_uses_value_only_as_tie_break() {
+        let a = Cell::put("r", "f", "q", 5, "a").unwrap();
+        let b = Cell::put("r", "f", "q", 5, "b").unwrap();
+        let newer = Cell::put("r", "f", "q", 6, "z").unwrap();
+        assert!(a < b);
+        assert!(newer < a);
+        assert_eq!(format!("{a:?}"), "\"r\"/\"f\":\"q\"/5/Put/seq=0 = \"a\"");
+    }
+}

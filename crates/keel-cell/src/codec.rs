@@ -1,0 +1,225 @@
+//! The explicit little-endian binary encoding of a cell and of a batch of cells.
+//!
+//! Cell (all integers little-endian):
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 2 | row length (u16, ≤ 32 767) |
+//! | 2 | 1 | family length (u8, ≤ 127) |
+//! | 3 | 1 | type code |
+//! | 4 | 4 | qualifier length (u32) |
+//! | 8 | 4 | value length (u32) |
+//! | 12 | 8 | timestamp (i64) |
+//! | 20 | 8 | sequence id (u64) |
+//! | 28 | … | row, family, qualifier, value |
+//!
+//! Batch: a version byte ([`BATCH_FORMAT_VERSION`]), a cell count (u32), then the cells back to
+//! back. Checksums are the container's job (WAL entry, store-file block). Decoding slices the
+//! input [`Bytes`] instead of copying and never panics: every malformed input is a
+//! [`DecodeError`] naming the offset.
+
+use bytes::{BufMut, Bytes};
+
+use crate::cell::Cell;
+use crate::cell_type::CellType;
+use crate::error::{CellError, DecodeError};
+use crate::key::CellKey;
+use crate::limits::CellLimits;
+
+/// Bytes of the fixed part of an encoded cell.
+pub const CELL_HEADER_LEN: usize = 28;
+
+/// Bytes of a batch header: version byte and cell count.
+pub const BATCH_HEADER_LEN: usize = 5;
+
+/// The batch format version this code writes and reads.
+pub const BATCH_FORMAT_VERSION: u8 = 1;
+
+/// The smallest valid encoded cell: a header, a one-byte row and a one-byte family.
+const MIN_ENCODED_CELL_LEN: usize = CELL_HEADER_LEN + 2;
+
+impl Cell {
+    /// Bytes this cell takes when encoded; also the size checked against
+    /// [`CellLimits::max_cell_size`].
+    pub fn encoded_len(&self) -> usize {
+        CELL_HEADER_LEN
+            + self.key.row.len()
+            + self.key.family.len()
+            + self.key.qualifier.len()
+            + self.value.len()
+    }
+
+    /// Appends the encoded cell to `out`.
+    ///
+    /// A `Cell` always fits the format (its constructors check), so this cannot fail; `out` must
+    /// be able to grow (a `Vec<u8>` or `BytesMut`) or have room for [`Cell::encoded_len`] bytes.
+    pub fn encode(&self, out: &mut impl BufMut) {
+        let key = &self.key;
+        // The casts cannot truncate: construction and decoding both enforce these bounds.
+        out.put_u16_le(key.row.len() as u16);
+        out.put_u8(key.family.len() as u8);
+        out.put_u8(key.cell_type.code());
+        out.put_u32_le(key.qualifier.len() as u32);
+        out.put_u32_le(self.value.len() as u32);
+        out.put_i64_le(key.timestamp);
+        out.put_u64_le(key.sequence_id);
+        out.put_slice(&key.row);
+        out.put_slice(&key.family);
+        out.put_slice(&key.qualifier);
+        out.put_slice(&self.value);
+    }
+
+    /// Decodes one cell starting at `offset` in `buf`, checking it against `limits`. Returns the
+    /// cell (whose fields slice `buf`) and the offset just past it.
+    pub fn decode(
+        buf: &Bytes,
+        offset: usize,
+        limits: &CellLimits,
+    ) -> Result<(Cell, usize), DecodeError> {
+        let mut reader = Reader { buf, pos: offset };
+        let cell = reader.cell(limits)?;
+        Ok((cell, reader.pos))
+    }
+}
+
+/// Bytes [`encode_batch`] writes for `cells`.
+pub fn encoded_batch_len(cells: &[Cell]) -> usize {
+    BATCH_HEADER_LEN + cells.iter().map(Cell::encoded_len).sum::<usize>()
+}
+
+/// Appends `cells` as one batch to `out`.
+///
+/// # Panics
+/// If `cells` holds more than `u32::MAX` cells (over 120 GiB of encoded cells).
+pub fn encode_batch(cells: &[Cell], out: &mut impl BufMut) {
+    let count = u32::try_from(cells.len()).unwrap_or_else(|_| {
+        panic!(
+            "a cell batch holds at most u32::MAX cells, got {}",
+            cells.len()
+        )
+    });
+    out.put_u8(BATCH_FORMAT_VERSION);
+    out.put_u32_le(count);
+    for cell in cells {
+        cell.encode(out);
+    }
+}
+
+/// Decodes a batch that must fill `buf` exactly; the cells slice `buf`.
+pub fn decode_batch(buf: &Bytes, limits: &CellLimits) -> Result<Vec<Cell>, DecodeError> {
+    let mut reader = Reader { buf, pos: 0 };
+    let version_offset = reader.pos;
+    let version = reader.array::<1>("batch version")?[0];
+    if version != BATCH_FORMAT_VERSION {
+        return Err(DecodeError::UnsupportedVersion {
+            version,
+            offset: version_offset,
+        });
+    }
+    let count_offset = reader.pos;
+    let count = u32::from_le_bytes(reader.array::<4>("batch cell count")?);
+    let available = reader.remaining();
+    let max_possible = available / MIN_ENCODED_CELL_LEN;
+    if count as usize > max_possible {
+        return Err(DecodeError::ImpossibleCount {
+            count,
+            offset: count_offset,
+            available,
+        });
+    }
+    let mut cells = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        cells.push(reader.cell(limits)?);
+    }
+    if reader.remaining() > 0 {
+        return Err(DecodeError::TrailingBytes {
+            offset: reader.pos,
+            len: reader.remaining(),
+        });
+    }
+    Ok(cells)
+}
+
+/// A cursor over untrusted bytes; every read is bounds-checked and reports its offset.
+struct Reader<'a> {
+    buf: &'a Bytes,
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn remaining(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
+
+    fn check(&self, what: &'static str, needed: usize) -> Result<(), DecodeError> {
+        let available = self.remaining();
+        if needed > available {
+            return Err(DecodeError::Truncated {
+                what,
+                offset: self.pos,
+                needed,
+                available,
+            });
+        }
+        Ok(())
+    }
+
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
+        self.check(what, N)?;
+        let mut out = [0u8; N];
+        out.copy_from_slice(&self.buf[self.pos..self.pos + N]);
+        self.pos += N;
+        Ok(out)
+    }
+
+    fn slice(&mut self, what: &'static str, len: usize) -> Result<Bytes, DecodeError> {
+        self.check(what, len)?;
+        let bytes = self.buf.slice(self.pos..self.pos + len);
+        self.pos += len;
+        Ok(bytes)
+    }
+
+    fn cell(&mut self, limits: &CellLimits) -> Result<Cell, DecodeError> {
+        let start = self.pos;
+        let header = self.array::<CELL_HEADER_LEN>("cell header")?;
+        let row_len = usize::from(u16::from_le_bytes(field(&header, 0)));
+        let [family_len] = field::<1>(&header, 2);
+        let [code] = field::<1>(&header, 3);
+        let qualifier_len = u32::from_le_bytes(field(&header, 4)) as usize;
+        let value_len = u32::from_le_bytes(field(&header, 8)) as usize;
+        let timestamp = i64::from_le_bytes(field(&header, 12));
+        let sequence_id = u64::from_le_bytes(field(&header, 20));
+        let cell_type = CellType::try_from(code).map_err(|source| DecodeError::InvalidCell {
+            offset: start,
+            source,
+        })?;
+
+        let row = self.slice("row", row_len)?;
+        let family = self.slice("family", usize::from(family_len))?;
+        let qualifier = self.slice("qualifier", qualifier_len)?;
+        let value = self.slice("value", value_len)?;
+        let key = CellKey {
+            row,
+            family,
+            qualifier,
+            timestamp,
+            cell_type,
+            sequence_id,
+        };
+        Cell::validate(&key, value.len(), limits).map_err(|source: CellError| {
+            DecodeError::InvalidCell {
+                offset: start,
+                source,
+            }
+        })?;
+        Ok(Cell { key, value })
+    }
+}
+
+/// A fixed-position field of the cell header (positions are constants, so this cannot go out of
+/// bounds).
+fn field<const N: usize>(header: &[u8; CELL_HEADER_LEN], at: usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&header[at..at + N]);
+    out
+}

@@ -1,0 +1,105 @@
+//! `CellKey`'s order is HBase's CellComparator: checked against a plain tuple oracle, and for
+//! seek keys against the property that defines them.
+
+use std::cmp::{Ordering, Reverse};
+
+use keel_cell::{Cell, CellKey, CellType};
+use keel_testkit::strategies;
+use proptest::prelude::*;
+
+/// The comparator as a tuple: row, family, qualifier ascending; timestamp, type code, sequence
+/// id descending. Valid for stored cells (seek keys add the "last on row" special case).
+type OracleKey = (
+    Vec<u8>,
+    Vec<u8>,
+    Vec<u8>,
+    Reverse<i64>,
+    Reverse<u8>,
+    Reverse<u64>,
+);
+
+fn oracle(k: &CellKey) -> OracleKey {
+    (
+        k.row().to_vec(),
+        k.family().to_vec(),
+        k.qualifier().to_vec(),
+        Reverse(k.timestamp()),
+        Reverse(k.cell_type().code()),
+        Reverse(k.sequence_id()),
+    )
+}
+
+proptest! {
+    #[test]
+    fn stored_cells_order_like_the_tuple_oracle(a in strategies::cell(), b in strategies::cell()) {
+        prop_assert_eq!(a.key().cmp(b.key()), oracle(a.key()).cmp(&oracle(b.key())));
+        prop_assert_eq!(a.key() == b.key(), a.key().cmp(b.key()) == Ordering::Equal);
+    }
+
+    #[test]
+    fn sorting_matches_the_oracle(mut cells in strategies::cell_batch(40)) {
+        let mut by_oracle = cells.clone();
+        by_oracle.sort_by(|a, b| oracle(a.key()).cmp(&oracle(b.key())).then(a.value().cmp(b.value())));
+        cells.sort();
+        prop_assert_eq!(cells, by_oracle);
+    }
+
+    #[test]
+    fn order_is_total_over_all_keys(a in strategies::cell_key(), b in strategies::cell_key(), c in strategies::cell_key()) {
+        prop_assert_eq!(a.cmp(&b), b.cmp(&a).reverse());
+        prop_assert_eq!(a.cmp(&b) == Ordering::Equal, a == b);
+        if a <= b && b <= c {
+            prop_assert!(a <= c);
+        }
+    }
+
+    #[test]
+    fn seek_keys_bound_rows_and_columns(cell in strategies::cell()) {
+        let key = cell.key();
+        prop_assert!(CellKey::first_on_row(key.row().clone()) < *key);
+        prop_assert!(CellKey::last_on_row(key.row().clone()) > *key);
+        let (r, f, q) = (key.row().clone(), key.family().clone(), key.qualifier().clone());
+        prop_assert!(CellKey::first_on_column(r.clone(), f.clone(), q.clone()) <= *key);
+        prop_assert!(CellKey::last_on_column(r, f, q) >= *key);
+    }
+
+    #[test]
+    fn ignoring_sequence_ids_compares_coordinates(a in strategies::cell(), seq in any::<u64>()) {
+        let mut b = a.clone();
+        b.set_sequence_id(seq);
+        prop_assert_eq!(a.key().cmp_ignoring_sequence_id(b.key()), Ordering::Equal);
+    }
+}
+
+#[test]
+fn delete_family_masks_come_first_within_a_column() {
+    let mut cells = [
+        Cell::put("r", "f", "q", 5, "v").unwrap(),
+        Cell::delete("r", "f", "q", 5).unwrap(),
+        Cell::delete_column("r", "f", "q", 5).unwrap(),
+        Cell::builder("r", "f")
+            .qualifier("q")
+            .timestamp(5)
+            .cell_type(CellType::DeleteFamilyVersion)
+            .build()
+            .unwrap(),
+        Cell::builder("r", "f")
+            .qualifier("q")
+            .timestamp(5)
+            .cell_type(CellType::DeleteFamily)
+            .build()
+            .unwrap(),
+    ];
+    cells.sort();
+    let types: Vec<CellType> = cells.iter().map(Cell::cell_type).collect();
+    assert_eq!(
+        types,
+        [
+            CellType::DeleteFamily,
+            CellType::DeleteColumn,
+            CellType::DeleteFamilyVersion,
+            CellType::Delete,
+            CellType::Put
+        ]
+    );
+}

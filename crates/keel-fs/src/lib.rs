@@ -1,0 +1,134 @@
+//! The I/O seam shared by Keel's WAL and store files.
+//!
+//! Durable code in Keel never calls `std::fs` directly: it takes an `Arc<dyn FileSystem>` and
+//! works on [`FileHandle`]s. Production uses [`StdFs`]; tests swap in `FaultFs` (feature
+//! `fault-injection`), an in-memory file system that fails the Nth write or sync, tears writes,
+//! runs out of space, and builds the *crash image* a power cut would leave: every byte written
+//! since a file's last successful sync is gone, and every create, rename or remove since its
+//! directory's last sync is undone. Crash tests then reopen that image and check that every
+//! acknowledged write survived, without killing processes or touching global state.
+//!
+//! The contract both implementations keep (and [`FileSystem`]'s docs spell out):
+//! - a write is durable only after `sync_data`/`sync_all` on its file returned `Ok`;
+//! - a create, rename or remove is durable only after `sync_dir` on its directory returned `Ok`;
+//! - a failed write may leave a prefix of its bytes in the file (a torn write);
+//! - errors keep their `io::ErrorKind` (`StorageFull` for ENOSPC) and name the operation and path.
+//!
+//! What this crate is not: no buffering, no file formats, no retries; callers own those.
+
+mod std_fs;
+
+#[cfg(any(test, feature = "fault-injection"))]
+mod fault;
+
+#[cfg(test)]
+mod conformance_tests;
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[cfg(any(test, feature = "fault-injection"))]
+pub use fault::{Fault, FaultFs, FaultKind, OpCounts};
+pub use std_fs::StdFs;
+
+/// A shared handle to an open file.
+pub type FileRef = Arc<dyn FileHandle>;
+
+/// Directory and file operations. Implementations are shared between threads.
+pub trait FileSystem: Send + Sync + fmt::Debug {
+    /// Creates `path` for reading and writing, truncating it if it exists. The parent directory
+    /// must exist. The new name is durable only after [`FileSystem::sync_dir`] on the parent.
+    fn create(&self, path: &Path) -> io::Result<FileRef>;
+
+    /// Creates `path` for reading and writing; fails with `AlreadyExists` if it exists.
+    fn create_new(&self, path: &Path) -> io::Result<FileRef>;
+
+    /// Opens an existing file for reading and writing; `NotFound` if it does not exist.
+    fn open(&self, path: &Path) -> io::Result<FileRef>;
+
+    /// Renames `from` to `to`, atomically replacing `to` if it exists. Durable only after
+    /// [`FileSystem::sync_dir`] on both parents.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+
+    /// Removes a file. Durable only after [`FileSystem::sync_dir`] on its parent.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+
+    /// The entries (files and directories) directly inside `dir`, as full paths, sorted.
+    fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
+
+    /// Creates `dir` and any missing parents.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+
+    /// Makes the entries of `dir` (creates, renames, removes) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+
+    /// True if a file or directory exists at `path`.
+    fn exists(&self, path: &Path) -> io::Result<bool>;
+}
+
+/// An open file. All methods take `&self`: reads at offsets run concurrently; writes are
+/// serialised by the implementation.
+pub trait FileHandle: Send + Sync + fmt::Debug {
+    /// The path the file was opened at.
+    fn path(&self) -> &Path;
+
+    /// Writes all of `buf` at the current end of the file and returns the offset it starts at.
+    /// On error a prefix of `buf` may have been written (a torn write).
+    fn append(&self, buf: &[u8]) -> io::Result<u64>;
+
+    /// Writes all of `buf` at `offset`, extending the file if needed. On error a prefix of `buf`
+    /// may have been written.
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+
+    /// Reads up to `buf.len()` bytes at `offset`; returns how many were read (0 at or past the
+    /// end of the file).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+
+    /// Reads exactly `buf.len()` bytes at `offset`, or fails with `UnexpectedEof` naming the file
+    /// and the offset.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            let at = offset + done as u64;
+            match self.read_at(&mut buf[done..], at) {
+                Ok(0) => {
+                    let msg = format!(
+                        "read {} bytes at offset {offset} of {}: file ends at offset {at}",
+                        buf.len(),
+                        self.path().display()
+                    );
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, msg));
+                }
+                Ok(n) => done += n,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes the file's data durable (fdatasync).
+    fn sync_data(&self) -> io::Result<()>;
+
+    /// Makes the file's data and metadata durable (fsync).
+    fn sync_all(&self) -> io::Result<()>;
+
+    /// The file's length in bytes.
+    fn len(&self) -> io::Result<u64>;
+
+    /// True if the file is empty.
+    fn is_empty(&self) -> io::Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Sets the file's length, cutting or zero-extending it.
+    fn truncate(&self, len: u64) -> io::Result<()>;
+}
+
+/// Wraps an I/O error with the operation and path, keeping its kind (so `StorageFull` stays
+/// recognisable) and its message.
+pub(crate) fn annotate(err: io::Error, op: &str, path: &Path) -> io::Error {
+    io::Error::new(err.kind(), format!("{op} {}: {err}", path.display()))
+}

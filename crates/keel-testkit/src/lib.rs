@@ -1,0 +1,41 @@
+//! Dev-only helpers shared by Keel's tests and benchmarks. Never a normal dependency.
+//!
+//! - [`seed`] and [`rng`]: one seeded random source per test that prints its seed and replays
+//!   from `KEEL_SEED`, so a randomized failure can be run again exactly.
+//! - [`strategies`]: proptest strategies for cells, keys and cell batches, drawn from small
+//!   alphabets so that equal rows, columns and timestamps (the interesting cases) are common.
+//! - [`ChildProcess`]: re-runs the current test binary as a child process that reports progress
+//!   on its stdout, so a test can kill it at a chosen moment and check what survived.
+//! - [`figure`]: the `figure: <name> = <value>` line every `cargo xtask bench` ends with.
+//!
+//! This crate sits at level 0 with keel-cell (it depends on nothing else in Keel), so any crate
+//! can dev-depend on it without a cycle.
+
+mod child;
+mod seed;
+pub mod strategies;
+
+pub use child::{CHILD_ROLE_ENV, ChildProcess, REPORT_PREFIX, child_role, report};
+pub use seed::{SEED_ENV, rng, seed};
+
+/// Formats a headline benchmark figure the way `cargo xtask bench` reports it:
+/// `figure: <snake_case_name> = <value>`, with four significant decimals at most.
+pub fn figure(name: &str, value: f64) -> String {
+    debug_assert!(
+        name.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+        "figure names are snake_case: {name}"
+    );
+    format!("figure: {name} = {value:.4}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn figure_line_format() {
+        assert_eq!(
+            super::figure("decode_speedup", 1.5),
+            "figure: decode_speedup = 1.5000"
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! `cargo xtask`: Keel's automation, in Rust so it runs wherever cargo does.
+//!
+//! `cargo xtask ci` is what `.ci/run` and the README's test command run; the other commands are
+//! its pieces for the inner loop, plus the benchmark and crash-suite dispatch tables.
+
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a CLI reports on the terminal"
+)]
+
+mod cmd;
+mod suites;
+mod tidy;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Keel's automation.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Everything CI checks: fmt, clippy, docs, tidy, tests and doctests.
+    Ci,
+    /// Formats the workspace (`--check` only reports).
+    Fmt {
+        /// Report unformatted files instead of rewriting them.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Clippy on every target with warnings denied.
+    Lint,
+    /// Builds the docs with warnings denied.
+    Doc,
+    /// Runs the tests (nextest when installed) and doctests.
+    Test {
+        /// Fewer proptest cases and randomized rounds, no doctests: the inner loop.
+        #[arg(long)]
+        fast: bool,
+    },
+    /// Checks the workspace's own rules (dependency levels, module docs, no println! in libs).
+    Tidy,
+    /// Runs one benchmark and prints its `figure:` lines; an unknown name lists the known ones.
+    Bench {
+        /// Which benchmark.
+        name: String,
+        /// A shortened run (under a minute).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Runs one kill-and-recover suite; an unknown name lists the known ones.
+    Crash {
+        /// Which suite.
+        name: String,
+        /// Rounds of kill and recover (default: the suite's own).
+        #[arg(long)]
+        rounds: Option<u32>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Ci => ci(),
+        Command::Fmt { check } => cmd::fmt(check),
+        Command::Lint => cmd::lint(),
+        Command::Doc => cmd::doc(),
+        Command::Test { fast } => cmd::test(fast),
+        Command::Tidy => run_tidy(),
+        Command::Bench { name, quick } => suites::bench(&name, quick),
+        Command::Crash { name, rounds } => suites::crash(&name, rounds),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The whole CI sequence. Tests run last so that the log ends with the test runners' summaries.
+fn ci() -> Result<(), String> {
+    let started = std::time::Instant::now();
+    cmd::fmt(true)?;
+    run_tidy()?;
+    cmd::lint()?;
+    cmd::doc()?;
+    cmd::test(false)?;
+    println!("xtask ci: all steps passed in {:.0?}", started.elapsed());
+    Ok(())
+}
+
+fn run_tidy() -> Result<(), String> {
+    let root = cmd::workspace_root();
+    let problems = tidy::check(&root);
+    if problems.is_empty() {
+        println!("tidy: ok");
+        Ok(())
+    } else {
+        for problem in &problems {
+            eprintln!("tidy: {problem}");
+        }
+        Err(format!("tidy found {} problem(s)", problems.len()))
+    }
+}
