@@ -177,8 +177,10 @@ fn check_levels(
         let Some(deps) = &allowed.deps else { continue };
         for section in ["dependencies", "build-dependencies", "dev-dependencies"] {
             for dep in keel_deps(&member.manifest, section) {
-                let dev_testkit = section == "dev-dependencies" && dep == "keel-testkit";
-                if !deps.contains(&dep) && !dev_testkit {
+                // Tests may always use keel-testkit, and the crate itself with test features on.
+                let dev_ok =
+                    section == "dev-dependencies" && (dep == "keel-testkit" || dep == member.name);
+                if !deps.contains(&dep) && !dev_ok {
                     problems.push(format!(
                         "{} [{section}] names {dep}, which architecture.md does not allow it",
                         member.name
