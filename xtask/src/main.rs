@@ -27,7 +27,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Everything CI checks: fmt, clippy, docs, tidy, tests and doctests.
+    /// Everything CI checks: fmt, tidy, clippy, docs, shuttle models, doctests and tests.
     Ci,
     /// Formats the workspace (`--check` only reports).
     Fmt {
@@ -55,6 +55,14 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Runs the shuttle models (all, or one by name) under `--cfg shuttle`.
+    Model {
+        /// Which model suite (default: all).
+        name: Option<String>,
+        /// Schedules per property and scheduler (default: the suite's own).
+        #[arg(long)]
+        iterations: Option<u32>,
+    },
     /// Runs one kill-and-recover suite; an unknown name lists the known ones.
     Crash {
         /// Which suite.
@@ -75,6 +83,7 @@ fn main() -> ExitCode {
         Command::Test { fast } => cmd::test(fast),
         Command::Tidy => run_tidy(),
         Command::Bench { name, quick } => suites::bench(&name, quick),
+        Command::Model { name, iterations } => suites::model(name.as_deref(), iterations),
         Command::Crash { name, rounds } => suites::crash(&name, rounds),
     };
     match result {
@@ -93,6 +102,7 @@ fn ci() -> Result<(), String> {
     run_tidy()?;
     cmd::lint()?;
     cmd::doc()?;
+    suites::model(None, None)?;
     cmd::test(false)?;
     println!("xtask ci: all steps passed in {:.0?}", started.elapsed());
     Ok(())

@@ -16,12 +16,20 @@ struct Suite {
 }
 
 /// `cargo xtask bench <name>`: each ends with `figure: <name> = <value>` lines.
-const BENCHES: &[Suite] = &[Suite {
-    name: "cell",
-    about: "keel-cell batch decode, zero-copy slicing vs copying every field",
-    package: "keel-cell",
-    target: "codec",
-}];
+const BENCHES: &[Suite] = &[
+    Suite {
+        name: "cell",
+        about: "keel-cell batch decode, zero-copy slicing vs copying every field",
+        package: "keel-cell",
+        target: "codec",
+    },
+    Suite {
+        name: "mvcc",
+        about: "keel-mvcc begin/complete vs an HBase-style mutex queue; row-lock costs",
+        package: "keel-mvcc",
+        target: "mvcc",
+    },
+];
 
 /// `cargo xtask crash <name>`: kill a child process mid-work, recover, check.
 const CRASHES: &[Suite] = &[Suite {
@@ -29,6 +37,15 @@ const CRASHES: &[Suite] = &[Suite {
     about: "keel-testkit's kill-a-child harness: every report flushed before SIGKILL arrives",
     package: "keel-testkit",
     target: "child_process",
+}];
+
+/// `cargo xtask model`: shuttle models, built with `--cfg shuttle` (keel-sync then hands out
+/// shuttle's primitives) into their own target directory so normal builds stay untouched.
+const MODELS: &[Suite] = &[Suite {
+    name: "mvcc",
+    about: "keel-mvcc: read point order, half batches, wake-ups, row-lock exclusion and cleanup",
+    package: "keel-mvcc",
+    target: "model",
 }];
 
 fn find<'a>(table: &'a [Suite], kind: &str, name: &str) -> Result<&'a Suite, String> {
@@ -78,6 +95,34 @@ pub(crate) fn crash(name: &str, rounds: Option<u32>) -> Result<(), String> {
     run(command)
 }
 
+/// Runs every shuttle model (or the one named); `iterations` overrides each model's count.
+pub(crate) fn model(name: Option<&str>, iterations: Option<u32>) -> Result<(), String> {
+    let suites: Vec<&Suite> = match name {
+        Some(name) => vec![find(MODELS, "model", name)?],
+        None => MODELS.iter().collect(),
+    };
+    let rustflags = std::env::var("RUSTFLAGS").unwrap_or_default();
+    for suite in suites {
+        let mut command = cargo(&[
+            "test",
+            "--release",
+            "--locked",
+            "--target-dir",
+            "target/shuttle",
+            "-p",
+            suite.package,
+            "--test",
+            suite.target,
+        ]);
+        command.env("RUSTFLAGS", format!("{rustflags} --cfg shuttle").trim());
+        if let Some(iterations) = iterations {
+            command.env("KEEL_MODEL_ITERS", iterations.to_string());
+        }
+        run(command)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,12 +134,14 @@ mod tests {
         assert!(err.contains("cell"), "{err}");
         let err = find(CRASHES, "crash", "nope").unwrap_err();
         assert!(err.contains("testkit-child"), "{err}");
+        let err = find(MODELS, "model", "nope").unwrap_err();
+        assert!(err.contains("mvcc"), "{err}");
     }
 
     #[test]
     fn every_suite_names_an_existing_target() {
         let root = crate::cmd::workspace_root();
-        for (table, section) in [(BENCHES, "bench"), (CRASHES, "test")] {
+        for (table, section) in [(BENCHES, "bench"), (CRASHES, "test"), (MODELS, "test")] {
             for suite in table {
                 let dir = root.join("crates").join(suite.package);
                 let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();

@@ -114,9 +114,14 @@ pub enum DecodeError {
     },
 }
 
-/// Renders bytes for an error message the way HBase's `Bytes.toStringBinary` does: printable
-/// ASCII as is, everything else as `\xNN`, cut after 64 bytes so a huge row cannot flood a log.
-pub(crate) fn escape_bytes(bytes: &[u8]) -> String {
+/// Renders bytes (a row, a family) for an error or log message the way HBase's
+/// `Bytes.toStringBinary` does: quoted, printable ASCII as is, everything else as `\xNN`, cut after
+/// 64 bytes so a huge row cannot flood a log.
+///
+/// ```
+/// assert_eq!(keel_cell::escape_bytes(b"row\x01"), "\"row\\x01\"");
+/// ```
+pub fn escape_bytes(bytes: &[u8]) -> String {
     const SHOWN: usize = 64;
     let mut out = String::with_capacity(bytes.len().min(SHOWN) + 2);
     out.push('"');

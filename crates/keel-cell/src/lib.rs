@@ -44,6 +44,6 @@ pub use codec::{
     BATCH_FORMAT_VERSION, BATCH_HEADER_LEN, CELL_HEADER_LEN, decode_batch, encode_batch,
     encoded_batch_len,
 };
-pub use error::{CellError, DecodeError};
+pub use error::{CellError, DecodeError, escape_bytes};
 pub use key::{CellKey, LATEST_TIMESTAMP};
 pub use limits::{CellLimits, MAX_ENCODED_CELL_LEN, MAX_FAMILY_LEN, MAX_ROW_LEN};

@@ -1,0 +1,113 @@
+//! The one place Keel names its locks, condition variables and atomics.
+//!
+//! Normally these are `parking_lot`'s `Mutex` and `Condvar` and `std`'s atomics. Built with
+//! `RUSTFLAGS="--cfg shuttle"` every one of them becomes shuttle's model-checked counterpart, so
+//! a crate that takes its primitives from here can run its concurrency tests under shuttle's
+//! randomized and PCT schedulers (`cargo xtask model`). The API is parking_lot's shape in both
+//! cases: `lock()` returns the guard directly and condition variables wait on `&mut guard`.
+//!
+//! Under shuttle, timed waits never time out (shuttle has no clock): code must never depend on
+//! a timeout for progress, and a lost wake-up shows up as a deadlock that shuttle reports.
+//!
+//! What this crate is not: no new primitives and no policy; it only chooses implementations.
+
+#[cfg(shuttle)]
+mod model;
+#[cfg(not(shuttle))]
+mod real;
+
+#[cfg(shuttle)]
+pub use model::{Condvar, Mutex, MutexGuard};
+#[cfg(not(shuttle))]
+pub use real::{Condvar, Mutex, MutexGuard};
+
+/// Atomics: `std::sync::atomic` normally, shuttle's under `--cfg shuttle`.
+pub mod atomic {
+    #[cfg(shuttle)]
+    pub use shuttle::sync::atomic::{
+        AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    };
+    #[cfg(not(shuttle))]
+    pub use std::sync::atomic::{
+        AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    };
+}
+
+/// `Arc`: std's normally, shuttle's under `--cfg shuttle`.
+#[cfg(shuttle)]
+pub use shuttle::sync::Arc;
+#[cfg(not(shuttle))]
+pub use std::sync::Arc;
+
+/// Threads and scheduling hints.
+pub mod thread {
+    #[cfg(shuttle)]
+    pub use shuttle::thread::{spawn, yield_now};
+    #[cfg(not(shuttle))]
+    pub use std::thread::{spawn, yield_now};
+}
+
+/// A spin-wait hint; under shuttle a yield, so that the model can schedule the awaited thread.
+#[inline]
+pub fn spin_hint() {
+    #[cfg(shuttle)]
+    shuttle::thread::yield_now();
+    #[cfg(not(shuttle))]
+    std::hint::spin_loop();
+}
+
+/// Pads and aligns a value to 128 bytes (two cache lines, for adjacent-line prefetching) so that
+/// two hot atomics never share a line.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct CachePadded<T>(pub T);
+
+impl<T> std::ops::Deref for CachePadded<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+#[cfg(all(test, not(shuttle)))]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[test]
+    fn condvar_wakes_a_waiter_and_times_out_without_one() {
+        let pair = Arc::new((Mutex::new(false), Condvar::new()));
+        let setter = {
+            let pair = Arc::clone(&pair);
+            thread::spawn(move || {
+                *pair.0.lock() = true;
+                pair.1.notify_all();
+            })
+        };
+        let mut ready = pair.0.lock();
+        while !*ready {
+            pair.1.wait(&mut ready);
+        }
+        drop(ready);
+        setter.join().unwrap();
+
+        let mut guard = pair.0.lock();
+        let start = Instant::now();
+        let timed_out = pair
+            .1
+            .wait_until(&mut guard, start + Duration::from_millis(20));
+        assert!(timed_out);
+        assert!(start.elapsed() >= Duration::from_millis(20));
+        pair.1.notify_one();
+    }
+
+    #[test]
+    fn cache_padded_is_aligned() {
+        let padded = CachePadded(atomic::AtomicU64::new(1));
+        assert_eq!(std::mem::align_of_val(&padded), 128);
+        assert_eq!(padded.load(atomic::Ordering::Relaxed), 1);
+        spin_hint();
+    }
+}
