@@ -63,6 +63,8 @@ enum Command {
         #[arg(long)]
         iterations: Option<u32>,
     },
+    /// Runs the unit tests of the crates with `unsafe` under Miri (skips if Miri is absent).
+    Miri,
     /// Runs one kill-and-recover suite; an unknown name lists the known ones.
     Crash {
         /// Which suite.
@@ -84,6 +86,7 @@ fn main() -> ExitCode {
         Command::Tidy => run_tidy(),
         Command::Bench { name, quick } => suites::bench(&name, quick),
         Command::Model { name, iterations } => suites::model(name.as_deref(), iterations),
+        Command::Miri => suites::miri(),
         Command::Crash { name, rounds } => suites::crash(&name, rounds),
     };
     match result {

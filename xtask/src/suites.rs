@@ -29,7 +29,45 @@ const BENCHES: &[Suite] = &[
         package: "keel-mvcc",
         target: "mvcc",
     },
+    Suite {
+        name: "bufpool",
+        about: "HBASE-14490's experiment: request buffers per design, YCSB put/read sizes",
+        package: "keel-bufpool",
+        target: "bufpool",
+    },
 ];
+
+/// `cargo xtask miri`: the crates with `unsafe` code, whose unit tests Miri interprets.
+const MIRI_PACKAGES: &[&str] = &["keel-bufpool"];
+
+/// Runs the unit tests of every crate with `unsafe` under Miri, or says why it cannot: Miri
+/// needs a nightly toolchain with the `miri` component, which a fresh machine may not have, so
+/// its absence is a skip (exit 0), never a failure.
+pub(crate) fn miri() -> Result<(), String> {
+    let probe = std::process::Command::new("cargo")
+        .args(["+nightly", "miri", "--version"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        #[expect(clippy::print_stdout, reason = "tell the user why nothing ran")]
+        {
+            println!(
+                "miri: skipped: no nightly toolchain with the miri component \
+                 (`rustup component add --toolchain nightly miri`)"
+            );
+        }
+        return Ok(());
+    }
+    for package in MIRI_PACKAGES {
+        let mut command = std::process::Command::new("cargo");
+        command
+            .args(["+nightly", "miri", "test", "-p", package, "--lib"])
+            .current_dir(crate::cmd::workspace_root());
+        run(command)?;
+    }
+    Ok(())
+}
 
 /// `cargo xtask crash <name>`: kill a child process mid-work, recover, check.
 const CRASHES: &[Suite] = &[Suite {
