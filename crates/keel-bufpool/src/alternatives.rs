@@ -18,7 +18,7 @@ use bytes::{Buf, BufMut};
 use crossbeam_queue::ArrayQueue;
 use keel_sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-use crate::buf::PoolBuf;
+use crate::buf::{PoolBuf, check_advance};
 use crate::pool::BufferPool;
 use crate::stats::{Counters, PoolStats};
 
@@ -101,11 +101,7 @@ impl Buf for HeapBuf {
     }
 
     fn advance(&mut self, cnt: usize) {
-        assert!(
-            cnt <= self.remaining(),
-            "advance {cnt} past the {} bytes left",
-            self.remaining()
-        );
+        check_advance(cnt, self.remaining());
         self.read += cnt;
     }
 }

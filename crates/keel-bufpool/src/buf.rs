@@ -8,6 +8,12 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::pool::{BufferPool, Inner};
 
+/// The `Buf::advance` precondition, shared by every buffer type here: moving past the data
+/// would hand out bytes that were never written.
+pub(crate) fn check_advance(cnt: usize, left: usize) {
+    assert!(cnt <= left, "advance {cnt} past the {left} bytes left");
+}
+
 /// One piece of a buffer: a whole pooled buffer, or a heap allocation of exactly its size.
 pub(crate) enum Segment {
     Pooled(Box<[u8]>),
@@ -235,11 +241,7 @@ impl Buf for PoolBuf {
     }
 
     fn advance(&mut self, cnt: usize) {
-        assert!(
-            cnt <= self.remaining(),
-            "advance {cnt} past the {} bytes left",
-            self.remaining()
-        );
+        check_advance(cnt, self.remaining());
         self.read += cnt;
     }
 }
@@ -332,11 +334,7 @@ impl Buf for FrozenBuf {
     }
 
     fn advance(&mut self, mut cnt: usize) {
-        assert!(
-            cnt <= self.remaining(),
-            "advance {cnt} past the {} bytes left",
-            self.remaining()
-        );
+        check_advance(cnt, self.remaining());
         while cnt > 0 {
             let Some(part) = self.parts.get_mut(self.part) else {
                 return;
