@@ -79,12 +79,20 @@ const CRASHES: &[Suite] = &[Suite {
 
 /// `cargo xtask model`: shuttle models, built with `--cfg shuttle` (keel-sync then hands out
 /// shuttle's primitives) into their own target directory so normal builds stay untouched.
-const MODELS: &[Suite] = &[Suite {
-    name: "mvcc",
-    about: "keel-mvcc: read point order, half batches, wake-ups, row-lock exclusion and cleanup",
-    package: "keel-mvcc",
-    target: "model",
-}];
+const MODELS: &[Suite] = &[
+    Suite {
+        name: "mvcc",
+        about: "keel-mvcc: read point order, half batches, wake-ups, row-lock exclusion, cleanup",
+        package: "keel-mvcc",
+        target: "model",
+    },
+    Suite {
+        name: "bufpool",
+        about: "keel-bufpool: the lock-free free list hands out and takes back each buffer once",
+        package: "keel-bufpool",
+        target: "model",
+    },
+];
 
 fn find<'a>(table: &'a [Suite], kind: &str, name: &str) -> Result<&'a Suite, String> {
     table.iter().find(|s| s.name == name).ok_or_else(|| {

@@ -16,20 +16,21 @@ pub(crate) fn check_advance(cnt: usize, left: usize) {
 
 /// One piece of a buffer: a whole pooled buffer, or a heap allocation of exactly its size.
 pub(crate) enum Segment {
-    Pooled(Box<[u8]>),
+    /// A pooled buffer and its slot on the pool's free list.
+    Pooled(u32, Box<[u8]>),
     Heap(Box<[u8]>),
 }
 
 impl Segment {
     fn bytes(&self) -> &[u8] {
         match self {
-            Segment::Pooled(b) | Segment::Heap(b) => b,
+            Segment::Pooled(_, b) | Segment::Heap(b) => b,
         }
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
         match self {
-            Segment::Pooled(b) | Segment::Heap(b) => b,
+            Segment::Pooled(_, b) | Segment::Heap(b) => b,
         }
     }
 }
@@ -117,7 +118,7 @@ impl PoolBuf {
         let pooled = segments
             .as_slice()
             .iter()
-            .any(|s| matches!(s, Segment::Pooled(_)));
+            .any(|s| matches!(s, Segment::Pooled(..)));
         let pool = pooled.then(|| pool.clone());
         PoolBuf {
             segments,
@@ -140,7 +141,7 @@ impl PoolBuf {
 
     /// How many of its segments are pooled buffers.
     pub fn pooled_segments(&self) -> usize {
-        let pooled = |s: &&Segment| matches!(s, Segment::Pooled(_));
+        let pooled = |s: &&Segment| matches!(s, Segment::Pooled(..));
         self.segments.as_slice().iter().filter(pooled).count()
     }
 
@@ -177,11 +178,12 @@ impl PoolBuf {
                 .min(self.written.saturating_sub(start));
             start += used;
             let bytes = match segment {
-                Segment::Pooled(buffer) => {
+                Segment::Pooled(slot, buffer) => {
                     let Some(pool) = &self.pool else {
                         unreachable!("a buffer with pooled segments keeps its pool")
                     };
                     let owner = Returner {
+                        slot,
                         buffer: Some(buffer),
                         pool: pool.inner.clone(),
                     };
@@ -219,8 +221,8 @@ impl Drop for PoolBuf {
     fn drop(&mut self) {
         let Some(pool) = &self.pool else { return };
         for segment in std::mem::take(&mut self.segments).into_vec() {
-            if let Segment::Pooled(buffer) = segment {
-                pool.inner.put_back(buffer);
+            if let Segment::Pooled(slot, buffer) = segment {
+                pool.inner.put_back(slot, buffer);
             }
         }
     }
@@ -276,6 +278,7 @@ unsafe impl BufMut for PoolBuf {
 
 /// Owns a pooled buffer inside `Bytes`; returns it to the pool when the last `Bytes` goes.
 struct Returner {
+    slot: u32,
     buffer: Option<Box<[u8]>>,
     pool: keel_sync::Arc<Inner>,
 }
@@ -289,7 +292,7 @@ impl AsRef<[u8]> for Returner {
 impl Drop for Returner {
     fn drop(&mut self) {
         if let Some(buffer) = self.buffer.take() {
-            self.pool.put_back(buffer);
+            self.pool.put_back(self.slot, buffer);
         }
     }
 }

@@ -32,6 +32,7 @@
 
 pub mod alternatives;
 mod buf;
+mod free_stack;
 mod options;
 mod pool;
 mod stats;

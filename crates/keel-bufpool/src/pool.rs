@@ -2,11 +2,11 @@
 
 use std::fmt;
 
-use crossbeam_queue::ArrayQueue;
 use keel_sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use keel_sync::{Arc, CachePadded};
 
 use crate::buf::{PoolBuf, Segment, Segments};
+use crate::free_stack::FreeStack;
 use crate::options::PoolOptions;
 use crate::stats::{Counters, PoolStats};
 
@@ -23,7 +23,7 @@ pub struct BufferPool {
 
 pub(crate) struct Inner {
     pub(crate) options: PoolOptions,
-    free: ArrayQueue<Box<[u8]>>,
+    free: FreeStack,
     /// Buffers created so far (never above `options.max_buffers`).
     created: CachePadded<AtomicUsize>,
     pub(crate) counters: Counters,
@@ -54,14 +54,14 @@ impl BufferPool {
         };
         let inner = Arc::new(Inner {
             options,
-            free: ArrayQueue::new(options.max_buffers),
+            free: FreeStack::new(options.max_buffers),
             created: CachePadded(AtomicUsize::new(0)),
             counters: Counters::default(),
         });
         let pool = BufferPool { inner };
         if options.preallocate {
-            while let Some(buffer) = pool.inner.create() {
-                pool.inner.put_back(buffer);
+            while let Some((slot, buffer)) = pool.inner.create() {
+                pool.inner.put_back(slot, buffer);
             }
         }
         pool
@@ -83,12 +83,12 @@ impl BufferPool {
         let mut remaining = len;
         if len >= min {
             while remaining >= min {
-                let Some(buffer) = self.inner.take() else {
+                let Some((slot, buffer)) = self.inner.take() else {
                     break;
                 };
                 self.inner.counters.pooled(options.buffer_size);
                 remaining = remaining.saturating_sub(options.buffer_size);
-                segments.push(Segment::Pooled(buffer));
+                segments.push(Segment::Pooled(slot, buffer));
             }
         }
         if remaining > 0 || segments.is_empty() {
@@ -103,9 +103,9 @@ impl BufferPool {
     pub fn allocate_one(&self) -> PoolBuf {
         let size = self.inner.options.buffer_size;
         let segment = match self.inner.take() {
-            Some(buffer) => {
+            Some((slot, buffer)) => {
                 self.inner.counters.pooled(size);
-                Segment::Pooled(buffer)
+                Segment::Pooled(slot, buffer)
             }
             None => {
                 self.inner.counters.heap(size);
@@ -127,41 +127,45 @@ impl BufferPool {
 }
 
 impl Inner {
-    /// A free buffer, or a new one while fewer than `max_buffers` exist, or `None` (exhausted).
-    fn take(&self) -> Option<Box<[u8]>> {
-        if let Some(buffer) = self.free.pop() {
-            return Some(buffer);
+    /// A free buffer (the most recently returned: likely still in cache), or a new one while
+    /// fewer than `max_buffers` exist, or `None` (exhausted). Each comes with its slot number.
+    fn take(&self) -> Option<(u32, Box<[u8]>)> {
+        if let Some(free) = self.free.pop() {
+            return Some(free);
         }
-        if let Some(buffer) = self.create() {
-            return Some(buffer);
+        if let Some(created) = self.create() {
+            return Some(created);
         }
         // Another thread may have returned one between our pop and our failed create.
-        if let Some(buffer) = self.free.pop() {
-            return Some(buffer);
+        if let Some(free) = self.free.pop() {
+            return Some(free);
         }
         self.counters.exhausted();
         None
     }
 
-    fn create(&self) -> Option<Box<[u8]>> {
-        let max = self.options.max_buffers;
-        self.created
+    fn create(&self) -> Option<(u32, Box<[u8]>)> {
+        let max = self.free.capacity();
+        let slot = self
+            .created
             .fetch_update(Relaxed, Relaxed, |n| (n < max).then_some(n + 1))
             .ok()?;
         self.counters.created(self.options.buffer_size);
-        Some(vec![0u8; self.options.buffer_size].into_boxed_slice())
+        Some((
+            slot as u32,
+            vec![0u8; self.options.buffer_size].into_boxed_slice(),
+        ))
     }
 
-    /// Returns a buffer to the free list. It cannot be full: it holds at most `max_buffers` and
-    /// no more than that many are ever created; a foreign or surplus buffer is discarded and
-    /// counted.
-    pub(crate) fn put_back(&self, buffer: Box<[u8]>) {
-        if buffer.len() != self.options.buffer_size {
+    /// Returns a buffer to its slot on the free list. Only the owner of a slot returns it, once
+    /// (ownership moves with the `Box`); a buffer of the wrong size or slot cannot come through
+    /// the API, and would be discarded and counted rather than pooled.
+    pub(crate) fn put_back(&self, slot: u32, buffer: Box<[u8]>) {
+        let in_range = (slot as usize) < self.created.load(Relaxed);
+        if buffer.len() != self.options.buffer_size || !in_range {
             self.counters.discarded(buffer.len());
             return;
         }
-        if let Err(buffer) = self.free.push(buffer) {
-            self.counters.discarded(buffer.len());
-        }
+        self.free.push(slot, buffer);
     }
 }
