@@ -47,7 +47,7 @@ const EXPERIMENTS: &[Experiment] = &[
         name: "bufpool",
         hbase: "HBASE-14490",
         mechanism: "bounded shared pool of request buffers (keel-bufpool)",
-        status: "planned",
+        status: "crate-level: cargo xtask bench bufpool",
     },
     Experiment {
         name: "tracing-off",
@@ -67,12 +67,12 @@ fn main() {
     match Cli::parse().command {
         Command::List => {
             println!(
-                "{:<14} {:<18} {:<8} mechanism",
+                "{:<14} {:<18} {:<40} mechanism",
                 "experiment", "hbase", "status"
             );
             for e in EXPERIMENTS {
                 println!(
-                    "{:<14} {:<18} {:<8} {}",
+                    "{:<14} {:<18} {:<40} {}",
                     e.name, e.hbase, e.status, e.mechanism
                 );
             }

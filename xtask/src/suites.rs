@@ -101,7 +101,7 @@ fn find<'a>(table: &'a [Suite], kind: &str, name: &str) -> Result<&'a Suite, Str
             .map(|s| format!("  {:<16} {}", s.name, s.about))
             .collect();
         format!(
-            "unknown {kind} {name:?}; known {kind}es:\n{}",
+            "unknown {kind} {name:?}; known {kind} names:\n{}",
             known.join("\n")
         )
     })
