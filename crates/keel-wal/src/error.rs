@@ -29,6 +29,26 @@ pub enum WalError {
         /// What is wrong there.
         reason: Corruption,
     },
+    /// A write or sync failed earlier; the WAL refuses every append until it is reopened, because
+    /// a failed fsync cannot be retried safely (the kernel may have dropped the dirty pages).
+    #[error("WAL is poisoned by an earlier failure and must be reopened: {cause}")]
+    Poisoned {
+        /// What failed first.
+        cause: String,
+    },
+    /// A region's sequence ids must strictly increase.
+    #[error("region {region}: sequence id {found} is not above the last logged {previous}")]
+    SequenceNotIncreasing {
+        /// The region.
+        region: u64,
+        /// The last sequence id logged for it.
+        previous: u64,
+        /// The one offered.
+        found: u64,
+    },
+    /// The WAL is closed.
+    #[error("WAL is closed")]
+    Closed,
     /// An entry is larger than the configured maximum.
     #[error("WAL entry of {size} bytes exceeds the {max}-byte limit")]
     EntryTooLarge {

@@ -30,10 +30,16 @@
 
 mod error;
 pub mod format;
+mod metrics;
+mod options;
 mod replay;
 mod segment;
+mod wal;
 
 pub use error::{Corruption, WalError};
 pub use format::WalEntry;
+pub use metrics::{AppendTimings, WalStats};
+pub use options::{Durability, WalOptions};
 pub use replay::{RecoveryMode, Replay, ReplayOptions, TailCut, replay};
 pub use segment::{DEFAULT_MAX_ENTRY_SIZE, SegmentWriter};
+pub use wal::{AppendReceipt, Wal};

@@ -121,6 +121,11 @@ impl Replay {
         self.next_lsn
     }
 
+    /// The segment the entry last returned came from.
+    pub fn current_segment(&self) -> Option<&Path> {
+        self.reader.as_ref().map(|r| r.path.as_path())
+    }
+
     /// The segments found, in order.
     pub fn segments(&self) -> impl Iterator<Item = &Path> {
         self.segments.iter().map(|(_, path)| path.as_path())

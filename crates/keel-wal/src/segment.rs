@@ -21,6 +21,7 @@ pub struct SegmentWriter {
     next_lsn: u64,
     max_entry_size: usize,
     scratch: Vec<u8>,
+    len: u64,
 }
 
 impl SegmentWriter {
@@ -53,6 +54,7 @@ impl SegmentWriter {
             next_lsn: first_lsn,
             max_entry_size,
             scratch: Vec::new(),
+            len: crate::format::HEADER_LEN as u64,
         })
     }
 
@@ -91,9 +93,32 @@ impl SegmentWriter {
                 path: self.path.clone(),
                 source,
             })?;
+        self.len += self.scratch.len() as u64;
         let lsn = self.next_lsn;
         self.next_lsn += 1;
         Ok(lsn)
+    }
+
+    /// Appends `count` records already framed by [`crate::format::encode_record`], in one write.
+    pub(crate) fn append_framed(&mut self, records: &[u8], count: u64) -> Result<(), WalError> {
+        self.file.append(records).map_err(|source| WalError::Io {
+            op: "append",
+            path: self.path.clone(),
+            source,
+        })?;
+        self.len += records.len() as u64;
+        self.next_lsn += count;
+        Ok(())
+    }
+
+    /// Bytes in the segment so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True if the segment holds only its header.
+    pub fn is_empty(&self) -> bool {
+        self.next_lsn == self.first_lsn
     }
 
     /// Makes every appended record durable (fdatasync).

@@ -1,0 +1,564 @@
+//! [`Wal`]: group commit over segments. Appenders frame their entry into a shared, bounded
+//! pending buffer and wait; one writer thread writes everything pending with one `write`, wakes
+//! the `SyncWal` waiters, and covers every `FsyncWal` waiter with one `fdatasync`.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use keel_fs::FileSystem;
+use keel_sync::{Condvar, Mutex, MutexGuard};
+
+use crate::error::WalError;
+use crate::format::{WalEntry, encode_record};
+use crate::metrics::{AppendTimings, Metrics, WalStats};
+use crate::options::{Durability, WalOptions};
+use crate::replay::{ReplayOptions, replay};
+use crate::segment::SegmentWriter;
+
+/// A group-commit write-ahead log. Cheap to share (`&Wal` from many threads).
+#[derive(Debug)]
+pub struct Wal {
+    shared: Arc<Shared>,
+    writer: Option<JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    options: WalOptions,
+    state: Mutex<State>,
+    /// Wakes the writer: work arrived, or a roll or close was asked for.
+    work: Condvar,
+    /// Wakes appenders: entries were written or synced, buffer space freed, or poison.
+    progress: Condvar,
+    metrics: Metrics,
+}
+
+/// A closed segment and, per region, the highest sequence id it holds.
+#[derive(Debug)]
+struct ClosedSegment {
+    path: PathBuf,
+    max_sequence: HashMap<u64, u64>,
+}
+
+#[derive(Debug)]
+struct State {
+    pending: Vec<u8>,
+    pending_entries: u64,
+    /// (region, sequence id) of each pending entry, for truncation bookkeeping.
+    pending_meta: Vec<(u64, u64)>,
+    /// When the oldest pending entry was appended.
+    pending_since: Option<Instant>,
+    next_lsn: u64,
+    written_lsn: u64,
+    synced_lsn: u64,
+    /// Highest LSN an `FsyncWal` append (or `sync()`) needs synced.
+    sync_wanted: u64,
+    /// Written-but-unsynced since, for the `AsyncWal` bound.
+    unsynced_since: Option<Instant>,
+    last_sequence: HashMap<u64, u64>,
+    flushed: HashMap<u64, u64>,
+    current_max_sequence: HashMap<u64, u64>,
+    closed: VecDeque<ClosedSegment>,
+    /// Recent write batches: (last LSN, write time, sync time or zero), for per-append timings.
+    batches: VecDeque<(u64, Duration, Duration)>,
+    roll_requested: bool,
+    poisoned: Option<String>,
+    closing: bool,
+}
+
+impl Wal {
+    /// Opens (creating if needed) the WAL in `dir`: replays it once to learn where it ends,
+    /// cuts a damaged tail as `options.recovery` allows, and starts a new segment for writing.
+    /// Read the existing entries with [`Wal::replay`].
+    pub fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: WalOptions) -> Result<Wal, WalError> {
+        fs.create_dir_all(dir).map_err(|source| WalError::Io {
+            op: "create directory",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let replay_options = ReplayOptions {
+            mode: options.recovery,
+            flushed: HashMap::new(),
+            max_entry_size: options.max_entry_size,
+        };
+        let mut scan = replay(Arc::clone(&fs), dir, replay_options)?;
+        // One pass: where the log ends, each region's last sequence id, and per segment the
+        // highest sequence id of each region (what truncation needs).
+        let mut last_sequence = HashMap::new();
+        let mut per_segment: HashMap<PathBuf, HashMap<u64, u64>> = HashMap::new();
+        while let Some(item) = scan.next() {
+            let entry = item?;
+            last_sequence.insert(entry.region, entry.sequence_id);
+            if let Some(path) = scan.current_segment() {
+                let max = per_segment.entry(path.to_path_buf()).or_default();
+                max.insert(entry.region, entry.sequence_id);
+            }
+        }
+        let next_lsn = scan.next_lsn();
+        let mut dropped = None;
+        if let Some(cut) = scan.tail_cut() {
+            let io = |op| {
+                let path = cut.path.clone();
+                move |source| WalError::Io { op, path, source }
+            };
+            if cut.offset == 0 {
+                fs.remove(&cut.path).map_err(io("remove torn segment"))?;
+                dropped = Some(cut.path.clone());
+            } else {
+                let file = fs.open(&cut.path).map_err(io("open"))?;
+                file.truncate(cut.offset)
+                    .map_err(io("truncate torn tail"))?;
+                file.sync_all().map_err(io("sync"))?;
+            }
+        }
+        // A last segment named for `next_lsn` holds no record (a crash right after a roll or an
+        // open): replace it rather than collide with it.
+        let empty_last = dir.join(crate::format::segment_name(next_lsn));
+        if dropped.as_ref() != Some(&empty_last)
+            && fs.exists(&empty_last).map_err(|source| WalError::Io {
+                op: "stat",
+                path: empty_last.clone(),
+                source,
+            })?
+        {
+            let io = |op| {
+                let path = empty_last.clone();
+                move |source| WalError::Io { op, path, source }
+            };
+            fs.remove(&empty_last).map_err(io("remove empty segment"))?;
+            fs.sync_dir(dir).map_err(io("sync directory"))?;
+            dropped = Some(empty_last);
+        }
+        let closed: VecDeque<ClosedSegment> = scan
+            .segments()
+            .filter(|path| Some(*path) != dropped.as_deref())
+            .map(|path| ClosedSegment {
+                path: path.to_path_buf(),
+                max_sequence: per_segment.remove(path).unwrap_or_default(),
+            })
+            .collect();
+        let writer = SegmentWriter::create(&fs, dir, next_lsn, options.max_entry_size)?;
+        let shared = Arc::new(Shared {
+            fs,
+            dir: dir.to_path_buf(),
+            options,
+            state: Mutex::new(State {
+                pending: Vec::new(),
+                pending_entries: 0,
+                pending_meta: Vec::new(),
+                pending_since: None,
+                next_lsn,
+                written_lsn: next_lsn - 1,
+                synced_lsn: next_lsn - 1,
+                sync_wanted: 0,
+                unsynced_since: None,
+                last_sequence,
+                flushed: HashMap::new(),
+                current_max_sequence: HashMap::new(),
+                closed,
+                batches: VecDeque::new(),
+                roll_requested: false,
+                poisoned: None,
+                closing: false,
+            }),
+            work: Condvar::new(),
+            progress: Condvar::new(),
+            metrics: Metrics::default(),
+        });
+        let thread_shared = Arc::clone(&shared);
+        let writer = std::thread::Builder::new()
+            .name("keel-wal-writer".into())
+            .spawn(move || thread_shared.run_writer(writer))
+            .map_err(|source| WalError::Io {
+                op: "spawn writer",
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        Ok(Wal {
+            shared,
+            writer: Some(writer),
+        })
+    }
+
+    /// Reads the log's entries (those above each region's `flushed` point), in order.
+    pub fn replay(&self, options: ReplayOptions) -> Result<crate::Replay, WalError> {
+        replay(Arc::clone(&self.shared.fs), &self.shared.dir, options)
+    }
+
+    /// Logs `entry` at `durability` and returns once it is as durable as asked, with how long it
+    /// waited for its group, was written and was synced. Sequence ids must strictly increase
+    /// per region. `SkipWal` logs nothing.
+    pub fn append(
+        &self,
+        entry: &WalEntry,
+        durability: Durability,
+    ) -> Result<AppendReceipt, WalError> {
+        let started = Instant::now();
+        let shared = &self.shared;
+        let size = entry.encoded_len();
+        if size > shared.options.max_entry_size {
+            return Err(WalError::EntryTooLarge {
+                size,
+                max: shared.options.max_entry_size,
+            });
+        }
+        let mut state = shared.state.lock();
+        check_usable(&state)?;
+        if let Some(&previous) = state.last_sequence.get(&entry.region)
+            && entry.sequence_id <= previous
+        {
+            return Err(WalError::SequenceNotIncreasing {
+                region: entry.region,
+                previous,
+                found: entry.sequence_id,
+            });
+        }
+        if durability == Durability::SkipWal {
+            state.last_sequence.insert(entry.region, entry.sequence_id);
+            return Ok(AppendReceipt {
+                lsn: None,
+                timings: AppendTimings::default(),
+            });
+        }
+        // Bounded memory: wait for the writer to drain the buffer.
+        while !state.pending.is_empty()
+            && (state.pending.len() + size > shared.options.pending_bytes_max
+                || state.pending_entries >= shared.options.pending_entries_max as u64)
+        {
+            shared.progress.wait(&mut state);
+            check_usable(&state)?;
+        }
+        let mut payload = Vec::with_capacity(size);
+        entry.encode(&mut payload);
+        encode_record(&payload, &mut state.pending);
+        state.pending_entries += 1;
+        state.pending_meta.push((entry.region, entry.sequence_id));
+        state.pending_since.get_or_insert(started);
+        state.last_sequence.insert(entry.region, entry.sequence_id);
+        let lsn = state.next_lsn;
+        state.next_lsn += 1;
+        if durability == Durability::FsyncWal {
+            state.sync_wanted = state.sync_wanted.max(lsn);
+        }
+        shared.work.notify_one();
+        shared.metrics.appended(size);
+        let done = |s: &State| match durability {
+            Durability::FsyncWal => s.synced_lsn >= lsn,
+            Durability::SyncWal => s.written_lsn >= lsn,
+            _ => true,
+        };
+        while !done(&state) {
+            shared.progress.wait(&mut state);
+            check_usable(&state)?;
+        }
+        let (write, sync) = state
+            .batches
+            .iter()
+            .find(|(last, _, _)| *last >= lsn)
+            .map_or((Duration::ZERO, Duration::ZERO), |(_, w, s)| (*w, *s));
+        drop(state);
+        let total = started.elapsed();
+        let timings = AppendTimings {
+            total,
+            write,
+            sync: if durability == Durability::FsyncWal {
+                sync
+            } else {
+                Duration::ZERO
+            },
+        };
+        if durability >= Durability::SyncWal {
+            shared.metrics.acknowledged(total);
+        }
+        Ok(AppendReceipt {
+            lsn: Some(lsn),
+            timings,
+        })
+    }
+
+    /// Makes everything appended so far durable (an `FsyncWal` barrier without an entry).
+    pub fn sync(&self) -> Result<(), WalError> {
+        let shared = &self.shared;
+        let mut state = shared.state.lock();
+        check_usable(&state)?;
+        let target = state.next_lsn - 1;
+        state.sync_wanted = state.sync_wanted.max(target);
+        shared.work.notify_one();
+        while state.synced_lsn < target {
+            shared.progress.wait(&mut state);
+            check_usable(&state)?;
+        }
+        Ok(())
+    }
+
+    /// Asks the writer to start a new segment before its next write.
+    pub fn roll(&self) {
+        let mut state = self.shared.state.lock();
+        state.roll_requested = true;
+        self.shared.work.notify_one();
+    }
+
+    /// Records that `region`'s entries up to `sequence_id` are safe in store files; closed
+    /// segments holding nothing newer for any region are deleted (or archived).
+    pub fn mark_flushed(&self, region: u64, sequence_id: u64) -> Result<(), WalError> {
+        let mut state = self.shared.state.lock();
+        let point = state.flushed.entry(region).or_insert(0);
+        *point = (*point).max(sequence_id);
+        self.shared.truncate(&mut state)
+    }
+
+    /// Regions whose unflushed entries keep the oldest segment alive while there are more than
+    /// `max_segments` closed segments (HBase asks these regions to flush).
+    pub fn regions_to_flush(&self) -> Vec<u64> {
+        let state = self.shared.state.lock();
+        if state.closed.len() <= self.shared.options.max_segments {
+            return Vec::new();
+        }
+        let Some(oldest) = state.closed.front() else {
+            return Vec::new();
+        };
+        let mut regions: Vec<u64> = oldest
+            .max_sequence
+            .iter()
+            .filter(|(region, max)| state.flushed.get(region).copied().unwrap_or(0) < **max)
+            .map(|(region, _)| *region)
+            .collect();
+        regions.sort_unstable();
+        regions
+    }
+
+    /// Closed segments currently kept.
+    pub fn closed_segments(&self) -> usize {
+        self.shared.state.lock().closed.len()
+    }
+
+    /// Counters and latency histograms.
+    pub fn stats(&self) -> WalStats {
+        self.shared.metrics.snapshot()
+    }
+
+    /// Writes and syncs everything pending, then stops the writer. Also done on drop.
+    pub fn close(mut self) -> Result<(), WalError> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<(), WalError> {
+        {
+            let mut state = self.shared.state.lock();
+            state.closing = true;
+            state.sync_wanted = state.next_lsn - 1;
+            self.shared.work.notify_one();
+        }
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+        let state = self.shared.state.lock();
+        match &state.poisoned {
+            Some(cause) => Err(WalError::Poisoned {
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+/// What an append got: its LSN (`None` for `SkipWal`) and where its time went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppendReceipt {
+    /// The record's log sequence number.
+    pub lsn: Option<u64>,
+    /// Time spent, for the region's per-stage write breakdown.
+    pub timings: AppendTimings,
+}
+
+fn check_usable(state: &MutexGuard<'_, State>) -> Result<(), WalError> {
+    if let Some(cause) = &state.poisoned {
+        return Err(WalError::Poisoned {
+            cause: cause.clone(),
+        });
+    }
+    if state.closing {
+        return Err(WalError::Closed);
+    }
+    Ok(())
+}
+
+impl Shared {
+    fn poison(&self, state: &mut State, err: &WalError) {
+        state.poisoned.get_or_insert_with(|| err.to_string());
+        self.progress.notify_all();
+    }
+
+    /// The writer thread: take everything pending, write it in one call, wake the `SyncWal`
+    /// waiters, then sync once if any `FsyncWal` waiter (or the `AsyncWal` bound) needs it.
+    fn run_writer(self: Arc<Self>, mut segment: SegmentWriter) {
+        loop {
+            let mut state = self.state.lock();
+            loop {
+                let async_due = state
+                    .unsynced_since
+                    .is_some_and(|t| t.elapsed() >= self.options.async_sync_interval);
+                let has_work = !state.pending.is_empty()
+                    || state.sync_wanted > state.synced_lsn
+                    || state.roll_requested
+                    || async_due;
+                if state.poisoned.is_some() || (state.closing && !has_work) {
+                    return;
+                }
+                if has_work {
+                    break;
+                }
+                let deadline = Instant::now() + self.options.async_sync_interval;
+                self.work.wait_until(&mut state, deadline);
+            }
+            let batch = std::mem::take(&mut state.pending);
+            let count = std::mem::take(&mut state.pending_entries);
+            let meta = std::mem::take(&mut state.pending_meta);
+            let queued_since = state.pending_since.take();
+            let roll = std::mem::take(&mut state.roll_requested)
+                || segment.len() >= self.options.roll_size;
+            let last = state.written_lsn + count;
+            // Free buffer space now: appenders may fill the next batch while this one writes.
+            self.progress.notify_all();
+            drop(state);
+
+            if roll && !segment.is_empty() {
+                match self.roll(&mut segment) {
+                    Ok(closed) => {
+                        let mut state = self.state.lock();
+                        let max_sequence = std::mem::take(&mut state.current_max_sequence);
+                        state.closed.push_back(ClosedSegment {
+                            path: closed,
+                            max_sequence,
+                        });
+                        state.synced_lsn = state.synced_lsn.max(state.written_lsn);
+                        if let Err(err) = self.truncate(&mut state) {
+                            self.poison(&mut state, &err);
+                            return;
+                        }
+                    }
+                    Err(err) => {
+                        self.poison(&mut self.state.lock(), &err);
+                        return;
+                    }
+                }
+            }
+            let write_started = Instant::now();
+            if count > 0
+                && let Err(err) = segment.append_framed(&batch, count)
+            {
+                self.poison(&mut self.state.lock(), &err);
+                return;
+            }
+            let write_time = write_started.elapsed();
+            let mut state = self.state.lock();
+            state.written_lsn = last;
+            for (region, sequence) in meta {
+                let max = state.current_max_sequence.entry(region).or_insert(0);
+                *max = (*max).max(sequence);
+            }
+            if count > 0 {
+                state
+                    .unsynced_since
+                    .get_or_insert(queued_since.unwrap_or(write_started));
+            }
+            let async_due = state
+                .unsynced_since
+                .is_some_and(|t| t.elapsed() >= self.options.async_sync_interval);
+            let sync = (state.sync_wanted > state.synced_lsn || async_due || state.closing)
+                && state.synced_lsn < state.written_lsn;
+            record_batch(&mut state, last, write_time, Duration::ZERO);
+            self.progress.notify_all();
+            drop(state);
+            if count > 0 {
+                self.metrics.wrote();
+            }
+            if sync {
+                let sync_started = Instant::now();
+                if let Err(err) = segment.sync() {
+                    self.poison(&mut self.state.lock(), &err);
+                    return;
+                }
+                let sync_time = sync_started.elapsed();
+                let mut state = self.state.lock();
+                let newly = last - state.synced_lsn;
+                state.synced_lsn = last;
+                state.unsynced_since = None;
+                record_batch(&mut state, last, write_time, sync_time);
+                self.metrics.synced(newly, sync_time);
+                self.progress.notify_all();
+            }
+        }
+    }
+
+    /// Syncs and closes the current segment and starts the next; returns the closed path.
+    fn roll(&self, segment: &mut SegmentWriter) -> Result<PathBuf, WalError> {
+        segment.sync()?;
+        let next = SegmentWriter::create(
+            &self.fs,
+            &self.dir,
+            segment.next_lsn(),
+            self.options.max_entry_size,
+        )?;
+        let closed = std::mem::replace(segment, next);
+        self.metrics.rolled();
+        Ok(closed.path().to_path_buf())
+    }
+
+    /// Removes (or archives) the oldest closed segments whose every region has flushed past them.
+    fn truncate(&self, state: &mut State) -> Result<(), WalError> {
+        while let Some(oldest) = state.closed.front() {
+            let flushed = oldest
+                .max_sequence
+                .iter()
+                .all(|(region, max)| state.flushed.get(region).copied().unwrap_or(0) >= *max);
+            if !flushed {
+                return Ok(());
+            }
+            let path = oldest.path.clone();
+            let io = |op| {
+                let path = path.clone();
+                move |source| WalError::Io { op, path, source }
+            };
+            match &self.options.archive_dir {
+                Some(archive) => {
+                    self.fs
+                        .create_dir_all(archive)
+                        .map_err(io("create archive"))?;
+                    let name = path.file_name().map(PathBuf::from).unwrap_or_default();
+                    self.fs
+                        .rename(&path, &archive.join(name))
+                        .map_err(io("archive"))?;
+                    self.fs.sync_dir(archive).map_err(io("sync archive"))?;
+                }
+                None => self.fs.remove(&path).map_err(io("remove"))?,
+            }
+            self.fs.sync_dir(&self.dir).map_err(io("sync directory"))?;
+            state.closed.pop_front();
+            self.metrics.truncated();
+        }
+        Ok(())
+    }
+}
+
+fn record_batch(state: &mut State, last: u64, write: Duration, sync: Duration) {
+    if let Some(entry) = state.batches.iter_mut().find(|(l, _, _)| *l == last) {
+        entry.2 = sync;
+        return;
+    }
+    state.batches.push_back((last, write, sync));
+    while state.batches.len() > 256 {
+        state.batches.pop_front();
+    }
+}
