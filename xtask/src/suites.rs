@@ -35,6 +35,12 @@ const BENCHES: &[Suite] = &[
         package: "keel-bufpool",
         target: "bufpool",
     },
+    Suite {
+        name: "wal",
+        about: "keel-wal group commit vs the raw fdatasync rate; SyncWal/FsyncWal, 1-64 threads",
+        package: "keel-wal",
+        target: "wal",
+    },
 ];
 
 /// `cargo xtask miri`: the crates with `unsafe` code, whose unit tests Miri interprets.
@@ -70,12 +76,20 @@ pub(crate) fn miri() -> Result<(), String> {
 }
 
 /// `cargo xtask crash <name>`: kill a child process mid-work, recover, check.
-const CRASHES: &[Suite] = &[Suite {
-    name: "testkit-child",
-    about: "keel-testkit's kill-a-child harness: every report flushed before SIGKILL arrives",
-    package: "keel-testkit",
-    target: "child_process",
-}];
+const CRASHES: &[Suite] = &[
+    Suite {
+        name: "testkit-child",
+        about: "keel-testkit's kill-a-child harness: every report flushed before SIGKILL arrives",
+        package: "keel-testkit",
+        target: "child_process",
+    },
+    Suite {
+        name: "wal",
+        about: "keel-wal: SIGKILL a child appending from 8 threads; every ack replays",
+        package: "keel-wal",
+        target: "crash",
+    },
+];
 
 /// `cargo xtask model`: shuttle models, built with `--cfg shuttle` (keel-sync then hands out
 /// shuttle's primitives) into their own target directory so normal builds stay untouched.
