@@ -106,6 +106,12 @@ const MODELS: &[Suite] = &[
         package: "keel-bufpool",
         target: "model",
     },
+    Suite {
+        name: "wal",
+        about: "keel-wal: group commit never acks before its write/sync; no waiter left asleep",
+        package: "keel-wal",
+        target: "model",
+    },
 ];
 
 fn find<'a>(table: &'a [Suite], kind: &str, name: &str) -> Result<&'a Suite, String> {

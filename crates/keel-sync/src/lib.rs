@@ -42,9 +42,26 @@ pub use std::sync::Arc;
 /// Threads and scheduling hints.
 pub mod thread {
     #[cfg(shuttle)]
-    pub use shuttle::thread::{spawn, yield_now};
+    pub use shuttle::thread::{JoinHandle, spawn, yield_now};
     #[cfg(not(shuttle))]
-    pub use std::thread::{spawn, yield_now};
+    pub use std::thread::{JoinHandle, spawn, yield_now};
+
+    /// Spawns a named thread (under shuttle, a model thread; shuttle threads have no names).
+    pub fn spawn_named<F, T>(name: &str, f: F) -> std::io::Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        #[cfg(shuttle)]
+        {
+            let _ = name;
+            Ok(shuttle::thread::spawn(f))
+        }
+        #[cfg(not(shuttle))]
+        {
+            std::thread::Builder::new().name(name.to_string()).spawn(f)
+        }
+    }
 }
 
 /// A spin-wait hint; under shuttle a yield, so that the model can schedule the awaited thread.

@@ -175,14 +175,19 @@ fn main() {
         for durability in [Durability::SyncWal, Durability::FsyncWal] {
             for value in [100usize, 1024] {
                 let r = run_wal(&fs, threads, durability, value, run);
+                let per_sync = if durability == Durability::FsyncWal {
+                    format!("{:.1}", r.entries_per_sync)
+                } else {
+                    "-".to_string()
+                };
                 println!(
-                    "{threads:>7} {:>9} {value:>6} {:>12.0} {:>9.1} {:>10.1?} {:>10.1?} {:>11.1}",
+                    "{threads:>7} {:>9} {value:>6} {:>12.0} {:>9.1} {:>10.1?} {:>10.1?} {:>11}",
                     format!("{durability:?}"),
                     r.appends_per_s,
                     r.mb_per_s,
                     r.p50,
                     r.p99,
-                    r.entries_per_sync
+                    per_sync
                 );
                 match (threads, durability, value) {
                     (64, Durability::FsyncWal, 100) => figures.0 = r.appends_per_s / raw,

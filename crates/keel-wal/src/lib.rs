@@ -1,11 +1,16 @@
 //! Keel's write-ahead log.
 //!
-//! This release holds the log's foundation: the on-disk format ([`format`](mod@format): CRC-framed records
-//! in segment files named by log sequence number), [`SegmentWriter`] to write segments, and
-//! [`replay`], a streaming reader that checks every byte, keeps constant memory whatever the
-//! log's size, never panics on any content, and applies a [`RecoveryMode`] to a damaged tail.
-//! The group-commit writer (durability levels, roll, truncation, poisoning, metrics) builds on
-//! these; see `docs/wal.md` for what exists and what is still to come.
+//! [`Wal`] is a group-commit log: any number of threads [`Wal::append`] entries at a
+//! [`Durability`] level; one writer thread writes each batch with one call and covers every
+//! waiting `FsyncWal` append with one `fdatasync`. Segments roll at a size, are truncated once
+//! every region in them has flushed ([`Wal::mark_flushed`]), and replay ([`Wal::replay`],
+//! [`replay`]) streams them back with constant memory, checking every byte, never panicking on
+//! any content, and applying a [`RecoveryMode`] to a damaged tail. After a failed write or sync
+//! the WAL is poisoned until reopened. The format is in [`format`](mod@format); the durability
+//! contract, recovery modes and measured figures in `docs/wal.md`.
+//!
+//! What this crate is not: it does not assign sequence ids (the region ties them to MVCC write
+//! numbers) and keeps no data beyond the log.
 //!
 //! ```
 //! use std::path::Path;

@@ -5,10 +5,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use keel_fs::FileSystem;
+use keel_sync::thread::{JoinHandle, spawn_named};
 use keel_sync::{Condvar, Mutex, MutexGuard};
 
 use crate::error::WalError;
@@ -171,9 +171,7 @@ impl Wal {
             metrics: Metrics::default(),
         });
         let thread_shared = Arc::clone(&shared);
-        let writer = std::thread::Builder::new()
-            .name("keel-wal-writer".into())
-            .spawn(move || thread_shared.run_writer(writer))
+        let writer = spawn_named("keel-wal-writer", move || thread_shared.run_writer(writer))
             .map_err(|source| WalError::Io {
                 op: "spawn writer",
                 path: dir.to_path_buf(),
