@@ -98,7 +98,9 @@ fn phase<R: RequestBuffers>(
                 let mut checksum = 0u64;
                 let replayed = std::iter::repeat_n(requests, repeat).flatten();
                 for (i, &len) in replayed.enumerate() {
-                    let mut buffer = design.acquire(&mut connection, len);
+                    let mut buffer = design
+                        .acquire(&mut connection, len)
+                        .unwrap_or_else(|e| panic!("{e}"));
                     let from = (i * 4099) % (wire.len() - len);
                     buffer.put_slice(&wire[from..from + len]);
                     while buffer.has_remaining() {

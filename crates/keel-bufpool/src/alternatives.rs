@@ -19,6 +19,8 @@ use crossbeam_queue::ArrayQueue;
 use keel_sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use crate::buf::{PoolBuf, check_advance};
+use crate::error::PoolError;
+use crate::options::DEFAULT_MAX_ALLOCATION;
 use crate::pool::BufferPool;
 use crate::stats::{Counters, PoolStats};
 
@@ -33,8 +35,13 @@ pub trait RequestBuffers: Send + Sync + fmt::Debug {
     fn name(&self) -> &'static str;
     /// State for a new connection.
     fn connect(&self) -> Self::Connection;
-    /// A buffer for one request of `len` bytes arriving on `connection`.
-    fn acquire(&self, connection: &mut Self::Connection, len: usize) -> Self::Buffer;
+    /// A buffer for one request of `len` bytes arriving on `connection`; a length above the
+    /// design's limit (default 256 MiB, HBase `hbase.ipc.max.request.size`) is refused.
+    fn acquire(
+        &self,
+        connection: &mut Self::Connection,
+        len: usize,
+    ) -> Result<Self::Buffer, PoolError>;
     /// Gives the buffer back once the request has been handled.
     fn release(&self, connection: &mut Self::Connection, buffer: Self::Buffer);
     /// Counters so far.
@@ -51,7 +58,7 @@ impl RequestBuffers for BufferPool {
 
     fn connect(&self) {}
 
-    fn acquire(&self, _connection: &mut (), len: usize) -> PoolBuf {
+    fn acquire(&self, _connection: &mut (), len: usize) -> Result<PoolBuf, PoolError> {
         self.allocate(len)
     }
 
@@ -62,6 +69,17 @@ impl RequestBuffers for BufferPool {
     fn stats(&self) -> PoolStats {
         BufferPool::stats(self)
     }
+}
+
+/// The heap designs' request limit: the same default as the pool's.
+fn check_len(len: usize) -> Result<(), PoolError> {
+    if len > DEFAULT_MAX_ALLOCATION {
+        return Err(PoolError::TooLarge {
+            len,
+            max: DEFAULT_MAX_ALLOCATION,
+        });
+    }
+    Ok(())
 }
 
 /// A heap buffer that accepts exactly `limit` bytes, reused across requests by the
@@ -147,10 +165,11 @@ impl RequestBuffers for PlainAllocation {
 
     fn connect(&self) {}
 
-    fn acquire(&self, _connection: &mut (), len: usize) -> HeapBuf {
+    fn acquire(&self, _connection: &mut (), len: usize) -> Result<HeapBuf, PoolError> {
+        check_len(len)?;
         self.counters.created(len);
         self.counters.heap(len);
-        HeapBuf::for_request(Vec::with_capacity(len), len)
+        Ok(HeapBuf::for_request(Vec::with_capacity(len), len))
     }
 
     fn release(&self, _connection: &mut (), buffer: HeapBuf) {
@@ -201,7 +220,8 @@ impl RequestBuffers for PerConnection {
         ConnectionBuffer::default()
     }
 
-    fn acquire(&self, connection: &mut ConnectionBuffer, len: usize) -> HeapBuf {
+    fn acquire(&self, connection: &mut ConnectionBuffer, len: usize) -> Result<HeapBuf, PoolError> {
+        check_len(len)?;
         connection.requests += 1;
         // Running average over the connection's requests, weighting recent ones more.
         let weight = 1.0 / (connection.requests.min(16) as f64);
@@ -221,7 +241,7 @@ impl RequestBuffers for PerConnection {
             self.counters.heap(wanted);
             Vec::with_capacity(wanted)
         });
-        HeapBuf::for_request(buffer, len)
+        Ok(HeapBuf::for_request(buffer, len))
     }
 
     fn release(&self, connection: &mut ConnectionBuffer, buffer: HeapBuf) {
@@ -273,7 +293,8 @@ impl RequestBuffers for SharedAveragePool {
 
     fn connect(&self) {}
 
-    fn acquire(&self, _connection: &mut (), len: usize) -> HeapBuf {
+    fn acquire(&self, _connection: &mut (), len: usize) -> Result<HeapBuf, PoolError> {
+        check_len(len)?;
         let pooled = self.queue.pop().filter(|b| {
             let fits = b.capacity() >= len;
             if !fits {
@@ -287,7 +308,7 @@ impl RequestBuffers for SharedAveragePool {
             self.counters.heap(size);
             Vec::with_capacity(size)
         });
-        HeapBuf::for_request(buffer, len)
+        Ok(HeapBuf::for_request(buffer, len))
     }
 
     fn release(&self, _connection: &mut (), buffer: HeapBuf) {

@@ -4,8 +4,9 @@
 //! [`BufferPool`] hands out [`PoolBuf`]s built from fixed-size buffers (65 KiB by default) kept
 //! on a lock-free free list and created on demand up to a bound. A request of `len` bytes gets
 //! one pooled buffer, a chain of them for larger requests (usable as one `bytes::Buf` /
-//! `BufMut`), or a heap buffer when it is small or the pool is exhausted: allocation never fails,
-//! it degrades to the heap and the [`PoolStats`] say so. Dropping the buffer, or the last `Bytes`
+//! `BufMut`), or a heap buffer when it is small or the pool is exhausted. Within the request
+//! limit ([`PoolOptions::max_allocation`]) allocation never fails: it degrades to the heap and
+//! the [`PoolStats`] say so. Dropping the buffer, or the last `Bytes`
 //! frozen from it, returns pooled memory to the pool.
 //!
 //! ```
@@ -14,13 +15,15 @@
 //!
 //! let pool = BufferPool::new(PoolOptions::with_buffer_size(1024));
 //! // One pooled buffer plus a 76-byte heap tail (below the 1/6-of-a-buffer minimum).
-//! let mut request = pool.allocate(1100);
+//! let mut request = pool.allocate(1100)?;
 //! assert_eq!((request.pooled_segments(), request.segment_count()), (1, 2));
 //! request.put_slice(&[7u8; 1100]);
 //! let frozen = request.freeze();
 //! assert_eq!(frozen.remaining(), 1100);
 //! drop(frozen); // the pooled buffer is back on the free list
 //! assert_eq!(pool.stats().free_buffers, 1);
+//! assert!(pool.allocate(usize::MAX).is_err(), "a hostile length is refused, not attempted");
+//! # Ok::<(), keel_bufpool::PoolError>(())
 //! ```
 //!
 //! [`alternatives`] holds the designs HBase compared (plain allocation, one buffer per
@@ -32,6 +35,7 @@
 
 pub mod alternatives;
 mod buf;
+mod error;
 mod free_stack;
 mod options;
 mod pool;
@@ -39,7 +43,8 @@ mod stats;
 
 pub use alternatives::RequestBuffers;
 pub use buf::{FrozenBuf, PoolBuf};
-pub use options::PoolOptions;
+pub use error::PoolError;
+pub use options::{DEFAULT_MAX_ALLOCATION, PoolOptions};
 pub use pool::BufferPool;
 pub use stats::PoolStats;
 

@@ -1,5 +1,8 @@
 //! [`PoolOptions`]: the pool's sizes, with HBase's defaults.
 
+/// Default [`PoolOptions::max_allocation`]: 256 MiB, HBase's `hbase.ipc.max.request.size`.
+pub const DEFAULT_MAX_ALLOCATION: usize = 256 * 1024 * 1024;
+
 /// How a [`crate::BufferPool`] is sized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolOptions {
@@ -15,6 +18,9 @@ pub struct PoolOptions {
     pub min_allocate_size: usize,
     /// Create every buffer when the pool is built instead of on first use.
     pub preallocate: bool,
+    /// Largest single allocation accepted; larger requests get [`crate::PoolError::TooLarge`]
+    /// instead of an attempt to allocate. HBase `hbase.ipc.max.request.size`, 256 MiB.
+    pub max_allocation: usize,
 }
 
 impl Default for PoolOptions {
@@ -34,6 +40,7 @@ impl PoolOptions {
             max_buffers: 30 * per_handler * 2,
             min_allocate_size: buffer_size / 6,
             preallocate: false,
+            max_allocation: DEFAULT_MAX_ALLOCATION,
         }
     }
 }
@@ -49,5 +56,6 @@ mod tests {
         assert_eq!(options.max_buffers, 1_860);
         assert_eq!(options.min_allocate_size, 11_093);
         assert!(!options.preallocate);
+        assert_eq!(options.max_allocation, 268_435_456);
     }
 }

@@ -6,15 +6,16 @@ use keel_sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use keel_sync::{Arc, CachePadded};
 
 use crate::buf::{PoolBuf, Segment, Segments};
+use crate::error::PoolError;
 use crate::free_stack::FreeStack;
 use crate::options::PoolOptions;
 use crate::stats::{Counters, PoolStats};
 
 /// A bounded pool of fixed-size buffers shared by every connection. Cloning shares the pool.
 ///
-/// [`BufferPool::allocate`] never fails: when the request is small, or the pool has handed out
-/// every buffer it may create, the request (or its remainder) is served from the heap and the
-/// counters say so. Buffers go back to the pool when the [`PoolBuf`] (or the last `Bytes` frozen
+/// [`BufferPool::allocate`] refuses only a request above the configured limit. Otherwise, when
+/// the request is small, or the pool has handed out every buffer it may create, the request (or
+/// its remainder) is served from the heap and the counters say so. Buffers go back to the pool when the [`PoolBuf`] (or the last `Bytes` frozen
 /// from it) is dropped; the pool never frees them.
 #[derive(Clone)]
 pub struct BufferPool {
@@ -76,8 +77,16 @@ impl BufferPool {
     /// requests below `min_allocate_size` come from the heap; otherwise pooled buffers are taken
     /// while at least `min_allocate_size` bytes remain, and any remainder (a small tail, or what
     /// an exhausted pool could not supply) is one heap segment.
-    pub fn allocate(&self, len: usize) -> PoolBuf {
+    ///
+    /// A request above [`PoolOptions::max_allocation`] is refused with [`PoolError::TooLarge`].
+    pub fn allocate(&self, len: usize) -> Result<PoolBuf, PoolError> {
         let options = &self.inner.options;
+        if len > options.max_allocation {
+            return Err(PoolError::TooLarge {
+                len,
+                max: options.max_allocation,
+            });
+        }
         let min = options.min_allocate_size.max(1);
         let mut segments = Segments::default();
         let mut remaining = len;
@@ -95,7 +104,7 @@ impl BufferPool {
             self.inner.counters.heap(remaining);
             segments.push(Segment::Heap(vec![0u8; remaining].into_boxed_slice()));
         }
-        PoolBuf::new(segments, len, self)
+        Ok(PoolBuf::new(segments, len, self))
     }
 
     /// One whole pooled buffer (or, if the pool is exhausted, a heap buffer of the same size),

@@ -12,6 +12,7 @@ fn small_pool(max_buffers: usize) -> BufferPool {
         max_buffers,
         min_allocate_size: 10,
         preallocate: false,
+        max_allocation: DEFAULT_MAX_ALLOCATION,
     })
 }
 
@@ -42,7 +43,7 @@ fn expected(len: usize, seed: u8) -> Vec<u8> {
 #[test]
 fn small_requests_come_from_the_heap() {
     let pool = small_pool(4);
-    let buf = pool.allocate(9);
+    let buf = pool.allocate(9).unwrap();
     assert_eq!(
         (buf.pooled_segments(), buf.segment_count(), buf.capacity()),
         (0, 1, 9)
@@ -61,7 +62,7 @@ fn small_requests_come_from_the_heap() {
 #[test]
 fn a_buffer_sized_request_takes_one_pooled_buffer_and_gives_it_back() {
     let pool = small_pool(4);
-    let mut buf = pool.allocate(64);
+    let mut buf = pool.allocate(64).unwrap();
     assert_eq!((buf.pooled_segments(), buf.segment_count()), (1, 1));
     fill(&mut buf, 64, 1);
     assert_eq!(buf.remaining_mut(), 0);
@@ -77,7 +78,7 @@ fn a_buffer_sized_request_takes_one_pooled_buffer_and_gives_it_back() {
         (1, 1, 0)
     );
     // Reused, not created again.
-    let again = pool.allocate(30);
+    let again = pool.allocate(30).unwrap();
     assert_eq!(again.pooled_segments(), 1);
     assert_eq!(pool.stats().buffers_created, 1);
 }
@@ -86,21 +87,21 @@ fn a_buffer_sized_request_takes_one_pooled_buffer_and_gives_it_back() {
 fn large_requests_chain_pooled_buffers_with_a_small_heap_tail() {
     let pool = small_pool(8);
     // 64 + 64 + 5: the 5-byte tail is below the minimum and goes to the heap.
-    let mut buf = pool.allocate(133);
+    let mut buf = pool.allocate(133).unwrap();
     assert_eq!((buf.pooled_segments(), buf.segment_count()), (2, 3));
     fill(&mut buf, 133, 7);
     let chunks: Vec<usize> = buf.written_chunks().map(<[u8]>::len).collect();
     assert_eq!(chunks, [64, 64, 5]);
     assert_eq!(drain(&mut buf), expected(133, 7));
     // 64 + 20: a tail at or above the minimum takes a whole pooled buffer.
-    let buf = pool.allocate(84);
+    let buf = pool.allocate(84).unwrap();
     assert_eq!((buf.pooled_segments(), buf.segment_count()), (2, 2));
 }
 
 #[test]
 fn partial_writes_and_reads_interleave() {
     let pool = small_pool(4);
-    let mut buf = pool.allocate(100);
+    let mut buf = pool.allocate(100).unwrap();
     buf.put_slice(&[1; 70]);
     assert_eq!(buf.written(), 70);
     let mut head = [0u8; 60];
@@ -117,7 +118,7 @@ fn partial_writes_and_reads_interleave() {
 #[should_panic(expected = "advance_mut")]
 fn writing_past_the_capacity_panics() {
     let pool = small_pool(4);
-    let mut buf = pool.allocate(12);
+    let mut buf = pool.allocate(12).unwrap();
     // SAFETY: deliberately misused to check the bound; the assertion fires before any effect.
     unsafe { buf.advance_mut(13) };
 }
@@ -125,8 +126,8 @@ fn writing_past_the_capacity_panics() {
 #[test]
 fn exhaustion_falls_back_to_the_heap_and_recovers() {
     let pool = small_pool(2);
-    let held = [pool.allocate(64), pool.allocate(64)];
-    let overflow = pool.allocate(64);
+    let held = [pool.allocate(64).unwrap(), pool.allocate(64).unwrap()];
+    let overflow = pool.allocate(64).unwrap();
     assert_eq!(overflow.pooled_segments(), 0);
     let stats = pool.stats();
     assert_eq!(
@@ -139,8 +140,8 @@ fn exhaustion_falls_back_to_the_heap_and_recovers() {
     );
     // A chain that runs out part way takes what it can and puts the rest on the heap.
     drop(held);
-    let _one = pool.allocate(64);
-    let partial = pool.allocate(192);
+    let _one = pool.allocate(64).unwrap();
+    let partial = pool.allocate(192).unwrap();
     assert_eq!((partial.pooled_segments(), partial.segment_count()), (1, 2));
     assert_eq!(
         pool.stats().buffers_created,
@@ -152,7 +153,7 @@ fn exhaustion_falls_back_to_the_heap_and_recovers() {
 #[test]
 fn frozen_bytes_share_the_pooled_buffer_until_the_last_clone_drops() {
     let pool = small_pool(4);
-    let mut buf = pool.allocate(40);
+    let mut buf = pool.allocate(40).unwrap();
     fill(&mut buf, 40, 3);
     let frozen = buf.freeze();
     assert_eq!(frozen.parts().len(), 1);
@@ -173,7 +174,7 @@ fn frozen_bytes_share_the_pooled_buffer_until_the_last_clone_drops() {
 #[test]
 fn freezing_a_chain_keeps_only_written_segments() {
     let pool = small_pool(4);
-    let mut buf = pool.allocate(192);
+    let mut buf = pool.allocate(192).unwrap();
     fill(&mut buf, 100, 9);
     let frozen = buf.freeze();
     assert_eq!(
@@ -210,9 +211,44 @@ fn preallocation_and_allocate_one() {
 }
 
 #[test]
+fn hostile_lengths_are_refused_by_every_design() {
+    let pool = BufferPool::new(PoolOptions {
+        max_allocation: 100,
+        ..small_pool(1).options()
+    });
+    assert_eq!(
+        pool.allocate(101).unwrap_err(),
+        PoolError::TooLarge { len: 101, max: 100 }
+    );
+    assert!(pool.allocate(100).is_ok());
+    let err = BufferPool::default().allocate(usize::MAX).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "request of {} bytes exceeds the 268435456-byte allocation limit",
+            usize::MAX
+        )
+    );
+    assert!(
+        PlainAllocation::default()
+            .acquire(&mut (), usize::MAX)
+            .is_err()
+    );
+    let per_connection = PerConnection::default();
+    assert!(
+        per_connection
+            .acquire(&mut per_connection.connect(), usize::MAX)
+            .is_err()
+    );
+    let shared = SharedAveragePool::new(2);
+    assert!(shared.acquire(&mut (), usize::MAX).is_err());
+    assert_eq!(shared.stats().buffers_created, 0);
+}
+
+#[test]
 fn zero_length_requests_work() {
     let pool = small_pool(1);
-    let buf = pool.allocate(0);
+    let buf = pool.allocate(0).unwrap();
     assert_eq!(
         (buf.capacity(), buf.remaining(), buf.remaining_mut()),
         (0, 0, 0)
@@ -232,7 +268,7 @@ fn every_design_round_trips_a_request() {
             &[10, 5_000, 70_000, 200, 70_000]
         };
         for (i, &len) in lens.iter().enumerate() {
-            let mut buf = design.acquire(&mut connection, len);
+            let mut buf = design.acquire(&mut connection, len).unwrap();
             assert_eq!(buf.remaining_mut(), len, "{}", design.name());
             fill(&mut buf, len, i as u8);
             assert_eq!(buf.remaining_mut(), 0);
@@ -260,12 +296,12 @@ fn alternatives_count_creations_like_the_seed() {
     let (mut a, mut b) = (per_connection.connect(), per_connection.connect());
     for len in [1_000, 1_200, 900, 1_100] {
         for connection in [&mut a, &mut b] {
-            let buf = per_connection.acquire(connection, len);
+            let buf = per_connection.acquire(connection, len).unwrap();
             per_connection.release(connection, buf);
         }
-        let buf = plain.acquire(&mut (), len);
+        let buf = plain.acquire(&mut (), len).unwrap();
         plain.release(&mut (), buf);
-        let buf = shared.acquire(&mut (), len);
+        let buf = shared.acquire(&mut (), len).unwrap();
         shared.release(&mut (), buf);
     }
     assert_eq!(plain.stats().buffers_created, 4);
@@ -276,7 +312,7 @@ fn alternatives_count_creations_like_the_seed() {
     // The shared pool's first buffer (16 KiB running average) serves every request.
     assert_eq!(shared.stats().buffers_created, 1);
     // A request too big for the pooled buffer discards it; buffers above 1 MiB are never kept.
-    let big = shared.acquire(&mut (), 2 * 1024 * 1024);
+    let big = shared.acquire(&mut (), 2 * 1024 * 1024).unwrap();
     assert_eq!(shared.stats().buffers_discarded, 1);
     shared.release(&mut (), big);
     assert_eq!(shared.stats().buffers_discarded, 2);

@@ -50,6 +50,7 @@ proptest! {
             max_buffers: MAX,
             min_allocate_size: MIN,
             preallocate: false,
+            max_allocation: keel_bufpool::DEFAULT_MAX_ALLOCATION,
         });
         let mut live: Vec<Live> = Vec::new();
         // Frozen groups: the clones sharing one frozen buffer, its pooled count and contents.
@@ -58,7 +59,7 @@ proptest! {
         for op in ops {
             match op {
                 Op::Allocate(len) => {
-                    let buf = pool.allocate(len);
+                    let buf = pool.allocate(len).unwrap();
                     prop_assert_eq!(buf.capacity(), len);
                     live.push(Live { buf, expected: Vec::new() });
                 }

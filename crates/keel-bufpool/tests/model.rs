@@ -22,6 +22,7 @@ fn model() {
         max_buffers: 2,
         min_allocate_size: 1,
         preallocate: false,
+        max_allocation: keel_bufpool::DEFAULT_MAX_ALLOCATION,
     });
     let threads: Vec<_> = (0..3u8)
         .map(|t| {
@@ -29,7 +30,7 @@ fn model() {
             thread::spawn(move || {
                 for round in 0..2u8 {
                     let stamp = t * 16 + round;
-                    let mut buf = pool.allocate(8);
+                    let mut buf = pool.allocate(8).unwrap();
                     buf.put_bytes(stamp, 8);
                     thread::yield_now();
                     if round == 0 {

@@ -17,6 +17,7 @@ fn sixty_four_threads_never_share_or_lose_a_buffer() {
         max_buffers: 48,
         min_allocate_size: 512,
         preallocate: false,
+        max_allocation: keel_bufpool::DEFAULT_MAX_ALLOCATION,
     });
     let rounds = if std::env::var_os("KEEL_TEST_FAST").is_some() {
         100
@@ -34,7 +35,7 @@ fn sixty_four_threads_never_share_or_lose_a_buffer() {
                 for round in 0..rounds {
                     let len = rng.random_range(0..12_000);
                     let stamp = (t as u8) ^ (round as u8);
-                    let mut buf = pool.allocate(len);
+                    let mut buf = pool.allocate(len).unwrap();
                     buf.put_bytes(stamp, len);
                     if rng.random_ratio(1, 4) {
                         thread::yield_now();
