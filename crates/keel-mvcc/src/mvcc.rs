@@ -78,12 +78,14 @@ impl Default for Window {
 }
 
 impl Window {
+    #[inline]
     fn slot(&self, number: u64) -> usize {
         (number & (self.done.len() as u64 - 1)) as usize
     }
 
     /// Makes room for `number`: re-lays the flags of every write in flight into a ring twice
     /// as large, as often as needed.
+    #[inline]
     fn make_room(&mut self, number: u64) {
         while number - self.read_point > self.done.len() as u64 {
             let mut bigger = Window {
@@ -99,6 +101,7 @@ impl Window {
     }
 
     /// Marks `number` done and moves the read point over the completed prefix.
+    #[inline]
     fn complete(&mut self, number: u64) {
         self.make_room(number);
         let slot = self.slot(number);
@@ -157,6 +160,7 @@ impl Mvcc {
     }
 
     /// Reserves the next write number.
+    #[inline]
     pub fn begin(&self) -> WriteEntry<'_> {
         let number = self.hot.write_point.fetch_add(1, SeqCst) + 1;
         WriteEntry { mvcc: self, number }
@@ -179,6 +183,7 @@ impl Mvcc {
     ///
     /// # Panics
     /// If `entry` came from another `Mvcc`.
+    #[inline]
     pub fn complete(&self, entry: WriteEntry<'_>) -> bool {
         assert!(
             std::ptr::eq(entry.mvcc, self),
@@ -204,6 +209,7 @@ impl Mvcc {
     }
 
     /// The read point: every write at or below it is complete. One atomic load.
+    #[inline]
     pub fn read_point(&self) -> u64 {
         self.hot.read_point.load(SeqCst)
     }
@@ -260,6 +266,7 @@ impl Mvcc {
     }
 
     /// Records `number` as complete and advances; returns the read point afterwards.
+    #[inline]
     fn finish(&self, number: u64) -> u64 {
         let mut window = self.hot.window.lock();
         debug_assert!(number > window.read_point, "write {number} completed twice");
