@@ -81,67 +81,11 @@ impl Wal {
             path: dir.to_path_buf(),
             source,
         })?;
-        let replay_options = ReplayOptions {
-            mode: options.recovery,
-            flushed: HashMap::new(),
-            max_entry_size: options.max_entry_size,
-        };
-        let mut scan = replay(Arc::clone(&fs), dir, replay_options)?;
-        // One pass: where the log ends, each region's last sequence id, and per segment the
-        // highest sequence id of each region (what truncation needs).
-        let mut last_sequence = HashMap::new();
-        let mut per_segment: HashMap<PathBuf, HashMap<u64, u64>> = HashMap::new();
-        while let Some(item) = scan.next() {
-            let entry = item?;
-            last_sequence.insert(entry.region, entry.sequence_id);
-            if let Some(path) = scan.current_segment() {
-                let max = per_segment.entry(path.to_path_buf()).or_default();
-                max.insert(entry.region, entry.sequence_id);
-            }
-        }
-        let next_lsn = scan.next_lsn();
-        let mut dropped = None;
-        if let Some(cut) = scan.tail_cut() {
-            let io = |op| {
-                let path = cut.path.clone();
-                move |source| WalError::Io { op, path, source }
-            };
-            if cut.offset == 0 {
-                fs.remove(&cut.path).map_err(io("remove torn segment"))?;
-                dropped = Some(cut.path.clone());
-            } else {
-                let file = fs.open(&cut.path).map_err(io("open"))?;
-                file.truncate(cut.offset)
-                    .map_err(io("truncate torn tail"))?;
-                file.sync_all().map_err(io("sync"))?;
-            }
-        }
-        // A last segment named for `next_lsn` holds no record (a crash right after a roll or an
-        // open): replace it rather than collide with it.
-        let empty_last = dir.join(crate::format::segment_name(next_lsn));
-        if dropped.as_ref() != Some(&empty_last)
-            && fs.exists(&empty_last).map_err(|source| WalError::Io {
-                op: "stat",
-                path: empty_last.clone(),
-                source,
-            })?
-        {
-            let io = |op| {
-                let path = empty_last.clone();
-                move |source| WalError::Io { op, path, source }
-            };
-            fs.remove(&empty_last).map_err(io("remove empty segment"))?;
-            fs.sync_dir(dir).map_err(io("sync directory"))?;
-            dropped = Some(empty_last);
-        }
-        let closed: VecDeque<ClosedSegment> = scan
-            .segments()
-            .filter(|path| Some(*path) != dropped.as_deref())
-            .map(|path| ClosedSegment {
-                path: path.to_path_buf(),
-                max_sequence: per_segment.remove(path).unwrap_or_default(),
-            })
-            .collect();
+        let Recovered {
+            next_lsn,
+            last_sequence,
+            closed,
+        } = recover(&fs, dir, &options)?;
         let writer = SegmentWriter::create(&fs, dir, next_lsn, options.max_entry_size)?;
         let shared = Arc::new(Shared {
             fs,
@@ -378,6 +322,91 @@ pub struct AppendReceipt {
     pub lsn: Option<u64>,
     /// Time spent, for the region's per-stage write breakdown.
     pub timings: AppendTimings,
+}
+
+/// What `Wal::open` learns from the existing log.
+#[derive(Debug)]
+struct Recovered {
+    next_lsn: u64,
+    last_sequence: HashMap<u64, u64>,
+    closed: VecDeque<ClosedSegment>,
+}
+
+/// Replays the log once: where it ends, each region's last sequence id, and per segment the
+/// highest sequence id of each region (what truncation needs). Cuts a damaged tail as
+/// `options.recovery` allows and removes a last segment that holds no record, so that writing
+/// can start a fresh segment at `next_lsn`.
+fn recover(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    options: &WalOptions,
+) -> Result<Recovered, WalError> {
+    let replay_options = ReplayOptions {
+        mode: options.recovery,
+        flushed: HashMap::new(),
+        max_entry_size: options.max_entry_size,
+    };
+    let mut scan = replay(Arc::clone(fs), dir, replay_options)?;
+    // One pass: where the log ends, each region's last sequence id, and per segment the
+    // highest sequence id of each region (what truncation needs).
+    let mut last_sequence = HashMap::new();
+    let mut per_segment: HashMap<PathBuf, HashMap<u64, u64>> = HashMap::new();
+    while let Some(item) = scan.next() {
+        let entry = item?;
+        last_sequence.insert(entry.region, entry.sequence_id);
+        if let Some(path) = scan.current_segment() {
+            let max = per_segment.entry(path.to_path_buf()).or_default();
+            max.insert(entry.region, entry.sequence_id);
+        }
+    }
+    let next_lsn = scan.next_lsn();
+    let mut dropped = None;
+    if let Some(cut) = scan.tail_cut() {
+        let io = |op| {
+            let path = cut.path.clone();
+            move |source| WalError::Io { op, path, source }
+        };
+        if cut.offset == 0 {
+            fs.remove(&cut.path).map_err(io("remove torn segment"))?;
+            dropped = Some(cut.path.clone());
+        } else {
+            let file = fs.open(&cut.path).map_err(io("open"))?;
+            file.truncate(cut.offset)
+                .map_err(io("truncate torn tail"))?;
+            file.sync_all().map_err(io("sync"))?;
+        }
+    }
+    // A last segment named for `next_lsn` holds no record (a crash right after a roll or an
+    // open): replace it rather than collide with it.
+    let empty_last = dir.join(crate::format::segment_name(next_lsn));
+    if dropped.as_ref() != Some(&empty_last)
+        && fs.exists(&empty_last).map_err(|source| WalError::Io {
+            op: "stat",
+            path: empty_last.clone(),
+            source,
+        })?
+    {
+        let io = |op| {
+            let path = empty_last.clone();
+            move |source| WalError::Io { op, path, source }
+        };
+        fs.remove(&empty_last).map_err(io("remove empty segment"))?;
+        fs.sync_dir(dir).map_err(io("sync directory"))?;
+        dropped = Some(empty_last);
+    }
+    let closed = scan
+        .segments()
+        .filter(|path| Some(*path) != dropped.as_deref())
+        .map(|path| ClosedSegment {
+            path: path.to_path_buf(),
+            max_sequence: per_segment.remove(path).unwrap_or_default(),
+        })
+        .collect();
+    Ok(Recovered {
+        next_lsn,
+        last_sequence,
+        closed,
+    })
 }
 
 fn check_usable(state: &MutexGuard<'_, State>) -> Result<(), WalError> {
