@@ -7,7 +7,8 @@
 //! - every member opts into the workspace lints;
 //! - every crate under `crates/` has its design note `docs/<name without keel->.md`;
 //! - every source file starts with a module doc comment (`//!`);
-//! - library crates do not print to stdout.
+//! - library crates do not print to stdout;
+//! - every crate with `unsafe` code is in `cargo xtask miri`'s list, so Miri checks it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -270,6 +271,20 @@ fn check_sources(root: &Path, member: &Member, problems: &mut Vec<String>) {
         if !first.starts_with("//!") {
             problems.push(format!("{shown}: no module doc comment (`//!`) at the top"));
         }
+        let has_unsafe = text.lines().any(|line| {
+            let code = line.trim_start();
+            !code.starts_with("//")
+                && (code.contains("unsafe {")
+                    || code.contains("unsafe impl")
+                    || code.contains("unsafe fn"))
+        });
+        if is_library && has_unsafe && !crate::suites::MIRI_PACKAGES.contains(&member.name.as_str())
+        {
+            problems.push(format!(
+                "{shown}: unsafe code in {}, which is not in MIRI_PACKAGES (xtask/src/suites.rs)",
+                member.name
+            ));
+        }
         let binary_source =
             file.ends_with("main.rs") || file.components().any(|c| c.as_os_str() == "bin");
         if is_library && !binary_source {
@@ -368,7 +383,7 @@ mod tests {
             &tmp,
             "keel-wal = { path = \"../keel-wal\" }",
             "| `keel-wal` | 1 | built | `keel-cell` |\n",
-            "fn f() { println!(\"no\"); }\n",
+            "fn f() { println!(\"no\"); }\nfn g() { unsafe { std::hint::unreachable_unchecked() } }\n",
         );
         let problems = check(&tmp).join("\n");
         for expected in [
@@ -379,6 +394,7 @@ mod tests {
             "keel-cell has no design note docs/cell.md",
             "crates/keel-cell/src/lib.rs: no module doc comment",
             "crates/keel-cell/src/lib.rs:1: library code prints to stdout",
+            "unsafe code in keel-cell, which is not in MIRI_PACKAGES",
         ] {
             assert!(
                 problems.contains(expected),
