@@ -10,10 +10,7 @@ use keel_bufpool::{BufferPool, PoolOptions};
 use shuttle::thread;
 
 fn iterations() -> usize {
-    std::env::var("KEEL_MODEL_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2_000)
+    keel_testkit::model_iterations(2_000)
 }
 
 fn model() {

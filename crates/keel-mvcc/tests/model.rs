@@ -15,10 +15,7 @@ use keel_sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::SeqCst};
 use shuttle::thread;
 
 fn iterations() -> usize {
-    std::env::var("KEEL_MODEL_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2_000)
+    keel_testkit::model_iterations(2_000)
 }
 
 fn check(name: &str, model: impl Fn() + Send + Sync + 'static) {

@@ -18,6 +18,18 @@ pub mod strategies;
 pub use child::{CHILD_ROLE_ENV, ChildProcess, REPORT_PREFIX, child_role, report};
 pub use seed::{SEED_ENV, rng, seed};
 
+/// The environment variable that sets how many schedules each shuttle model explores.
+pub const MODEL_ITERS_ENV: &str = "KEEL_MODEL_ITERS";
+
+/// Schedules per property and scheduler for a shuttle model: `KEEL_MODEL_ITERS` if set (as
+/// `cargo xtask model --iterations N` sets it), otherwise `default`.
+pub fn model_iterations(default: usize) -> usize {
+    std::env::var(MODEL_ITERS_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Formats a headline benchmark figure the way `cargo xtask bench` reports it:
 /// `figure: <snake_case_name> = <value>`, with four significant decimals at most.
 pub fn figure(name: &str, value: f64) -> String {
@@ -31,6 +43,13 @@ pub fn figure(name: &str, value: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn model_iterations_default_when_unset() {
+        if std::env::var_os(super::MODEL_ITERS_ENV).is_none() {
+            assert_eq!(super::model_iterations(7), 7);
+        }
+    }
+
     #[test]
     fn figure_line_format() {
         assert_eq!(

@@ -16,10 +16,7 @@ use keel_fs::{FaultFs, FileSystem};
 use keel_wal::{Durability, ReplayOptions, Wal, WalOptions};
 
 fn iterations() -> usize {
-    std::env::var("KEEL_MODEL_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300)
+    keel_testkit::model_iterations(300)
 }
 
 fn present(fs: &Arc<dyn FileSystem>, region: u64) -> bool {
