@@ -41,6 +41,12 @@ const BENCHES: &[Suite] = &[
         package: "keel-wal",
         target: "wal",
     },
+    Suite {
+        name: "blockcache",
+        about: "keel-blockcache id-lock pools (weak/soft/strong/striped) at a 100% hit load",
+        package: "keel-blockcache",
+        target: "idlock",
+    },
 ];
 
 /// `cargo xtask miri`: the crates with `unsafe` code, whose unit tests Miri interprets.
@@ -110,6 +116,12 @@ const MODELS: &[Suite] = &[
         name: "wal",
         about: "keel-wal: group commit never acks before its write/sync; no waiter left asleep",
         package: "keel-wal",
+        target: "model",
+    },
+    Suite {
+        name: "blockcache",
+        about: "keel-blockcache id locks: shared objects, weak cleanup, soft bound, exclusion",
+        package: "keel-blockcache",
         target: "model",
     },
 ];

@@ -11,54 +11,13 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BufMut};
 use keel_bufpool::alternatives::{PerConnection, PlainAllocation, SharedAveragePool};
 use keel_bufpool::{BufferPool, PoolOptions, PoolStats, RequestBuffers};
-use keel_testkit::figure;
+use keel_testkit::{Zipfian, figure};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const CONNECTIONS: usize = 25;
 const FIELDS: usize = 64;
 const FIELD_LENGTH: u64 = 10_240;
-
-/// YCSB's `ZipfianGenerator(min, max)` with θ = 0.99 (Gray et al.), as
-/// `fieldlengthdistribution=zipfian` uses it: small lengths are the most popular.
-struct Zipfian {
-    base: u64,
-    items: f64,
-    theta: f64,
-    zeta_n: f64,
-    alpha: f64,
-    eta: f64,
-}
-
-impl Zipfian {
-    fn new(min: u64, max: u64) -> Zipfian {
-        let theta = 0.99;
-        let items = (max - min + 1) as f64;
-        let zeta = |n: u64| (1..=n).map(|i| 1.0 / (i as f64).powf(theta)).sum::<f64>();
-        let (zeta_2, zeta_n) = (zeta(2), zeta(max - min + 1));
-        let eta = (1.0 - (2.0 / items).powf(1.0 - theta)) / (1.0 - zeta_2 / zeta_n);
-        Zipfian {
-            base: min,
-            items,
-            theta,
-            zeta_n,
-            alpha: 1.0 / (1.0 - theta),
-            eta,
-        }
-    }
-
-    fn next(&self, rng: &mut StdRng) -> u64 {
-        let u: f64 = rng.random();
-        let uz = u * self.zeta_n;
-        if uz < 1.0 {
-            return self.base;
-        }
-        if uz < 1.0 + 0.5f64.powf(self.theta) {
-            return self.base + 1;
-        }
-        self.base + (self.items * (self.eta * u - self.eta + 1.0).powf(self.alpha)) as u64
-    }
-}
 
 /// Request sizes per connection: a Thrift `mutateRow` carrying 64 fields for a put (table, row
 /// key and per-field column name and framing around the values), a `get` of one field for a read.

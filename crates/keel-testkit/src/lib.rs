@@ -7,6 +7,7 @@
 //! - [`ChildProcess`]: re-runs the current test binary as a child process that reports progress
 //!   on its stdout, so a test can kill it at a chosen moment and check what survived.
 //! - [`figure`]: the `figure: <name> = <value>` line every `cargo xtask bench` ends with.
+//! - [`Zipfian`]: YCSB's zipfian generator (θ = 0.99) for benchmark workloads.
 //!
 //! This crate sits at level 0 with keel-cell (it depends on nothing else in Keel), so any crate
 //! can dev-depend on it without a cycle.
@@ -14,9 +15,11 @@
 mod child;
 mod seed;
 pub mod strategies;
+mod zipfian;
 
 pub use child::{CHILD_ROLE_ENV, ChildProcess, REPORT_PREFIX, child_role, report};
 pub use seed::{SEED_ENV, rng, seed};
+pub use zipfian::Zipfian;
 
 /// The environment variable that sets how many schedules each shuttle model explores.
 pub const MODEL_ITERS_ENV: &str = "KEEL_MODEL_ITERS";
