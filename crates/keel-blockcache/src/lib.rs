@@ -1,7 +1,8 @@
-//! Keel's block cache machinery. **Partly built**: this release holds the per-block read/write
-//! id locks with their lock-object pools ([`IdReadWriteLock`], [`PoolKind`]): the mechanism
-//! HBASE-17747 measured (soft vs weak pools under a 100 %-cache-hit read load). The `BlockCache`
-//! trait, the LRU and bucket caches and `get_or_load` come next (see `docs/blockcache.md`).
+//! Keel's block caches. **Partly built**: this release holds the [`BlockCache`] interface with
+//! single-flight [`BlockCache::get_or_load`], HBase's [`LruBlockCache`], and the per-block
+//! read/write id locks with their lock-object pools ([`IdReadWriteLock`], [`PoolKind`]): the
+//! mechanism HBASE-17747 measured (soft vs weak pools under a 100 %-cache-hit read load). The
+//! bucket cache and the combined cache come next (see `docs/blockcache.md`).
 //!
 //! ```
 //! use keel_blockcache::{IdReadWriteLock, PoolKind};
@@ -16,6 +17,10 @@
 //! assert_eq!(locks.stats().created, 1, "one lock object, kept by the soft pool");
 //! ```
 
+mod cache;
 mod id_lock;
+mod lru;
 
+pub use cache::{BlockCache, BlockKey, BlockPriority, CacheStats};
 pub use id_lock::{IdLockStats, IdReadGuard, IdReadWriteLock, IdWriteGuard, PoolKind};
+pub use lru::{LruBlockCache, LruOptions};

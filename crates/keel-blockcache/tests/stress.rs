@@ -77,3 +77,63 @@ fn writers_are_alone_and_each_pool_keeps_its_promise() {
     let striped = hammer(PoolKind::Striped { stripes: 8 }).stats();
     assert_eq!((striped.pooled, striped.reclaimed), (8, 0));
 }
+
+/// Many threads insert, read and evict blocks of random sizes in an LRU cache with a running
+/// evictor: every block read is exactly what was inserted for its key, and the cache never grows
+/// past its hard limit.
+#[test]
+fn lru_reads_return_what_was_inserted_and_memory_stays_bounded() {
+    use bytes::Bytes;
+    use keel_blockcache::{BlockCache, BlockKey, LruBlockCache, LruOptions};
+
+    let capacity = 200_000u64;
+    let cache = LruBlockCache::new(LruOptions {
+        capacity_bytes: capacity,
+        ..LruOptions::default()
+    });
+    // The content of a block is a function of its key, so any reader can check what it got.
+    let content = |key: &BlockKey| {
+        let len = 100 + (key.offset as usize * 37) % 2_000;
+        Bytes::from(vec![(key.file_id as u8) ^ (key.offset as u8); len])
+    };
+    let seed = keel_testkit::seed();
+    let rounds = if std::env::var_os("KEEL_TEST_FAST").is_some() {
+        1_000
+    } else {
+        5_000
+    };
+    thread::scope(|scope| {
+        for t in 0..8u64 {
+            let cache = &cache;
+            scope.spawn(move || {
+                let mut rng = StdRng::seed_from_u64(seed ^ (t << 24));
+                for _ in 0..rounds {
+                    let key = BlockKey {
+                        file_id: rng.random_range(0..4),
+                        offset: rng.random_range(0..500),
+                    };
+                    match rng.random_range(0..10) {
+                        0..=4 => {
+                            if let Some(block) = cache.get(&key, true, false) {
+                                assert_eq!(block, content(&key), "wrong block for {key:?}");
+                            }
+                        }
+                        5..=8 => {
+                            cache.insert(key, content(&key), rng.random_ratio(1, 10));
+                        }
+                        _ => {
+                            cache.evict(&key);
+                        }
+                    }
+                    let size = cache.stats().size_bytes;
+                    assert!(
+                        size as f64 <= capacity as f64 * 1.2 + 2_100.0,
+                        "cache grew to {size}"
+                    );
+                }
+            });
+        }
+    });
+    let stats = cache.stats();
+    assert!(stats.hits > 0 && stats.evicted_blocks > 0, "{stats:?}");
+}

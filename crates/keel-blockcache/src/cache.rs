@@ -1,0 +1,123 @@
+//! The [`BlockCache`] interface every cache implements, block keys and priorities, statistics,
+//! and single-flight loading.
+
+use std::fmt;
+
+use bytes::Bytes;
+
+use crate::id_lock::IdReadWriteLock;
+
+/// A block's identity: the store file it belongs to and its byte offset there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlockKey {
+    /// The store file's id.
+    pub file_id: u64,
+    /// The block's offset in the file.
+    pub offset: u64,
+}
+
+/// HBase's block priorities: a block starts as `Single`, becomes `Multi` when read again, and
+/// blocks of in-memory families are `Memory`. Each has its share of the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlockPriority {
+    /// Read once so far.
+    Single,
+    /// Read more than once.
+    Multi,
+    /// From a family marked in-memory.
+    Memory,
+}
+
+/// Cache counters, readable at any time without stopping the cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups that found the block.
+    pub hits: u64,
+    /// Lookups that did not (a repeat lookup is not counted twice).
+    pub misses: u64,
+    /// Hits among lookups that would cache what they load.
+    pub caching_hits: u64,
+    /// Misses among lookups that would cache what they load.
+    pub caching_misses: u64,
+    /// Eviction runs.
+    pub evictions: u64,
+    /// Blocks evicted.
+    pub evicted_blocks: u64,
+    /// Inserts refused (block too large, or the cache above its hard limit).
+    pub failed_inserts: u64,
+    /// Bytes cached.
+    pub size_bytes: u64,
+    /// Capacity minus size (zero when above capacity).
+    pub free_bytes: u64,
+    /// Blocks cached.
+    pub blocks: u64,
+}
+
+impl CacheStats {
+    /// Hits ÷ lookups (0 when there were none).
+    pub fn hit_ratio(&self) -> f64 {
+        let lookups = self.hits + self.misses;
+        if lookups == 0 {
+            0.0
+        } else {
+            self.hits as f64 / lookups as f64
+        }
+    }
+
+    /// Caching hits ÷ caching lookups (0 when there were none).
+    pub fn caching_hit_ratio(&self) -> f64 {
+        let lookups = self.caching_hits + self.caching_misses;
+        if lookups == 0 {
+            0.0
+        } else {
+            self.caching_hits as f64 / lookups as f64
+        }
+    }
+}
+
+/// A block cache. Values are immutable `Bytes`: a reader keeps its block valid even if the cache
+/// evicts it meanwhile.
+pub trait BlockCache: Send + Sync + fmt::Debug {
+    /// The block, if cached. `caching` says whether the caller would cache what it loads (for
+    /// the caching hit ratio); `repeat` marks a second lookup by the same request (after taking
+    /// the block's id lock), so that its miss is not counted twice.
+    fn get(&self, key: &BlockKey, caching: bool, repeat: bool) -> Option<Bytes>;
+
+    /// Caches a block; returns false if it was refused. A block already cached stays as it is.
+    fn insert(&self, key: BlockKey, block: Bytes, in_memory: bool) -> bool;
+
+    /// Evicts one block; returns true if it was cached.
+    fn evict(&self, key: &BlockKey) -> bool;
+
+    /// Evicts every block of a file (it was compacted away); returns how many.
+    fn evict_file(&self, file_id: u64) -> usize;
+
+    /// Counters.
+    fn stats(&self) -> CacheStats;
+
+    /// The per-block id locks that make loading single-flight.
+    fn id_locks(&self) -> &IdReadWriteLock<BlockKey>;
+
+    /// The block, loading it on a miss with only one thread running `loader` for a key while
+    /// the others wait for its result (HBase's offset `IdLock` on the read path).
+    fn get_or_load<E>(
+        &self,
+        key: BlockKey,
+        in_memory: bool,
+        loader: impl FnOnce() -> Result<Bytes, E>,
+    ) -> Result<Bytes, E>
+    where
+        Self: Sized,
+    {
+        if let Some(block) = self.get(&key, true, false) {
+            return Ok(block);
+        }
+        let _loading = self.id_locks().write(&key);
+        if let Some(block) = self.get(&key, true, true) {
+            return Ok(block);
+        }
+        let block = loader()?;
+        self.insert(key, block.clone(), in_memory);
+        Ok(block)
+    }
+}
