@@ -9,8 +9,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use hdrhistogram::Histogram;
-use keel_blockcache::{IdReadWriteLock, PoolKind};
+use keel_blockcache::{BlockCache, BlockKey, IdReadWriteLock, LruBlockCache, LruOptions, PoolKind};
 use keel_testkit::{Zipfian, figure};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -78,6 +79,108 @@ fn run(kind: PoolKind, blocks: &[Vec<u8>], run: Duration) -> Result {
     }
 }
 
+/// LRU gets (all hits) and inserts per second with `threads` threads.
+fn lru_throughput(threads: u64, run: Duration) -> (f64, f64) {
+    let cache = LruBlockCache::new(LruOptions {
+        capacity_bytes: 64 << 20,
+        ..LruOptions::default()
+    });
+    let block = Bytes::from(vec![7u8; 1024]);
+    for offset in 0..BLOCKS {
+        cache.insert(BlockKey { file_id: 1, offset }, block.clone(), false);
+    }
+    let timed = |insert: bool| {
+        let stop = AtomicBool::new(false);
+        let ops: u64 = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (cache, stop, block) = (&cache, &stop, block.clone());
+                    scope.spawn(move || {
+                        let (mut n, mut offset) = (0u64, t * 1_000_003);
+                        while !stop.load(Ordering::Relaxed) {
+                            offset = offset.wrapping_add(7_919);
+                            if insert {
+                                let key = BlockKey {
+                                    file_id: 2 + t,
+                                    offset,
+                                };
+                                cache.insert(key, block.clone(), false);
+                            } else {
+                                let key = BlockKey {
+                                    file_id: 1,
+                                    offset: offset % BLOCKS,
+                                };
+                                std::hint::black_box(cache.get(&key, true, false));
+                            }
+                            n += 1;
+                        }
+                        n
+                    })
+                })
+                .collect();
+            std::thread::sleep(run);
+            stop.store(true, Ordering::Relaxed);
+            workers.into_iter().map(|w| w.join().unwrap_or(0)).sum()
+        });
+        ops as f64 / run.as_secs_f64()
+    };
+    (timed(false), timed(true))
+}
+
+/// LRU hits on a trace, with `get_or_load` caching every miss.
+fn lru_hits(trace: &[u64], capacity_blocks: u64) -> u64 {
+    let options = LruOptions {
+        capacity_bytes: capacity_blocks * 1024,
+        eviction_thread: false,
+        ..LruOptions::default()
+    };
+    let cache = LruBlockCache::new(options);
+    let block = Bytes::from(vec![1u8; 1024]);
+    for &offset in trace {
+        let _ = cache.get_or_load(BlockKey { file_id: 1, offset }, false, || {
+            Ok::<_, ()>(block.clone())
+        });
+    }
+    cache.stats().hits
+}
+
+fn lru_section(quick: bool) {
+    let run = if quick {
+        Duration::from_millis(300)
+    } else {
+        Duration::from_secs(1)
+    };
+    println!();
+    println!("LRU block cache (1 KiB blocks):");
+    for threads in [1, 2] {
+        let (gets, inserts) = lru_throughput(threads, run);
+        println!(
+            "  {threads} thread(s): {gets:>12.0} gets/s (all hits), {inserts:>10.0} inserts/s (with eviction)"
+        );
+    }
+    let n = if quick { 200_000 } else { 1_000_000 };
+    let zipf = Zipfian::new(0, 99_999);
+    let mut rng = StdRng::seed_from_u64(99);
+    let zipfian: Vec<u64> = (0..n).map(|_| zipf.next(&mut rng)).collect();
+    // The same trace with a one-pass scan over 50 000 other blocks every 100 000 reads.
+    let mut polluted = Vec::with_capacity(n + n / 2);
+    for (i, &offset) in zipfian.iter().enumerate() {
+        polluted.push(offset);
+        if i % 100_000 == 99_999 {
+            polluted.extend((0..50_000).map(|s| 1_000_000 + (i as u64 / 100_000) * 50_000 + s));
+        }
+    }
+    let capacity = 10_000;
+    // Scan reads never hit (each block is read once), so both ratios are hits per zipfian read.
+    let zipfian_reads = zipfian.len() as f64;
+    println!(
+        "  hit ratio of the zipfian reads, cache of {capacity} blocks over 100 000: {:.3}; \
+         with one-pass scans of 50 000 blocks mixed in: {:.3}",
+        lru_hits(&zipfian, capacity) as f64 / zipfian_reads,
+        lru_hits(&polluted, capacity) as f64 / zipfian_reads
+    );
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (run_for, rounds) = if quick {
@@ -130,6 +233,7 @@ fn main() {
             r.p50_ns
         );
     }
+    lru_section(quick);
     let best_allocs = rows
         .iter()
         .map(|r| r.created_per_1000)
