@@ -59,7 +59,7 @@ const EXPERIMENTS: &[Experiment] = &[
         name: "idlock-pool",
         hbase: "HBASE-17747",
         mechanism: "soft vs weak id-lock pools in the block cache (keel-blockcache)",
-        status: "planned",
+        status: "crate-level: cargo xtask bench blockcache",
     },
 ];
 
