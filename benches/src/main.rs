@@ -67,12 +67,12 @@ fn main() {
     match Cli::parse().command {
         Command::List => {
             println!(
-                "{:<14} {:<18} {:<40} mechanism",
+                "{:<14} {:<18} {:<42} mechanism",
                 "experiment", "hbase", "status"
             );
             for e in EXPERIMENTS {
                 println!(
-                    "{:<14} {:<18} {:<40} {}",
+                    "{:<14} {:<18} {:<42} {}",
                     e.name, e.hbase, e.status, e.mechanism
                 );
             }
