@@ -1,8 +1,7 @@
-//! `cargo xtask bench blockcache` (partial: the id-lock pools on their own). HBASE-17747's load
-//! shape without the cache around it: threads read zipfian-chosen 1 KiB blocks as fast as they
-//! can, every read taking the block's id read lock (a 100 % hit ratio: nothing is ever loaded),
-//! once per pool. Prints reads/s, each pool's ratio to Weak, and lock objects created per 1 000
-//! reads.
+//! `cargo xtask bench blockcache`: HBASE-17747's experiment. A bucket cache holding every block
+//! (100 % hit ratio), threads reading zipfian-chosen 1 KiB blocks as fast as they can, once per
+//! id-lock pool for the slot locks: reads/s, each pool's ratio to Weak, lock objects created per
+//! 1 000 reads. Also the id locks on their own, and the LRU cache's throughput and hit ratio.
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
@@ -11,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hdrhistogram::Histogram;
-use keel_blockcache::{BlockCache, BlockKey, IdReadWriteLock, LruBlockCache, LruOptions, PoolKind};
+use keel_blockcache::{
+    BlockCache, BlockKey, BucketCache, BucketOptions, IdReadWriteLock, LruBlockCache, LruOptions,
+    PoolKind,
+};
 use keel_testkit::{Zipfian, figure};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -39,7 +41,7 @@ fn run(kind: PoolKind, blocks: &[Vec<u8>], run: Duration) -> Result {
                     let (mut reads, mut sum) = (0u64, 0u64);
                     while !stop.load(Ordering::Relaxed) {
                         let block = zipf.next(&mut rng);
-                        let timed = reads % 64 == 0;
+                        let timed = reads.is_multiple_of(64);
                         let start = timed.then(Instant::now);
                         {
                             let _guard = locks.read(&(1, block * 1024));
@@ -71,6 +73,74 @@ fn run(kind: PoolKind, blocks: &[Vec<u8>], run: Duration) -> Result {
     let created = match kind {
         PoolKind::Striped { .. } => 0,
         _ => stats.created,
+    };
+    Result {
+        reads_per_s: reads as f64 / run.as_secs_f64(),
+        created_per_1000: created as f64 * 1000.0 / reads.max(1) as f64,
+        p50_ns: hist.value_at_quantile(0.5),
+    }
+}
+
+/// HBASE-17747's experiment: a bucket cache holding every block (100 % hit ratio), threads reading
+/// zipfian-chosen 1 KiB blocks as fast as they can, the slot locks from `kind`'s pool.
+fn run_bucket(kind: PoolKind, run: Duration) -> Result {
+    let cache = BucketCache::new(BucketOptions {
+        capacity_bytes: 128 << 20,
+        id_lock_pool: kind,
+        ..BucketOptions::default()
+    });
+    for offset in 0..BLOCKS {
+        let key = BlockKey { file_id: 1, offset };
+        if !cache.insert(key, bytes::Bytes::from(vec![offset as u8; 1024]), false) {
+            cache.flush_writes();
+            cache.insert(key, bytes::Bytes::from(vec![offset as u8; 1024]), false);
+        }
+    }
+    cache.flush_writes();
+    assert_eq!(cache.stats().blocks, BLOCKS, "every block cached");
+    let created_before = cache.slot_locks().stats().created;
+    let stop = AtomicBool::new(false);
+    let zipf = Zipfian::new(0, BLOCKS - 1);
+    let (reads, hist) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (cache, stop, zipf) = (&cache, &stop, zipf.clone());
+                scope.spawn(move || {
+                    let mut rng = StdRng::seed_from_u64(17_747 + t);
+                    let mut hist = Histogram::<u64>::new(3).unwrap_or_else(|e| panic!("{e}"));
+                    let mut reads = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let key = BlockKey {
+                            file_id: 1,
+                            offset: zipf.next(&mut rng),
+                        };
+                        let timed = reads.is_multiple_of(64);
+                        let start = timed.then(Instant::now);
+                        let block = cache.get(&key, true, false);
+                        if let Some(start) = start {
+                            let _ = hist.record(start.elapsed().as_nanos() as u64);
+                        }
+                        assert!(block.is_some(), "100 % hit ratio");
+                        reads += 1;
+                    }
+                    (reads, hist)
+                })
+            })
+            .collect();
+        std::thread::sleep(run);
+        stop.store(true, Ordering::Relaxed);
+        let mut total = 0;
+        let mut all = Histogram::<u64>::new(3).unwrap_or_else(|e| panic!("{e}"));
+        for w in workers {
+            let (n, h) = w.join().unwrap_or_else(|_| panic!("reader panicked"));
+            total += n;
+            let _ = all.add(h);
+        }
+        (total, all)
+    });
+    let created = match kind {
+        PoolKind::Striped { .. } => 0,
+        _ => cache.slot_locks().stats().created - created_before,
     };
     Result {
         reads_per_s: reads as f64 / run.as_secs_f64(),
@@ -233,7 +303,42 @@ fn main() {
             r.p50_ns
         );
     }
+    // The seed experiment proper: through the bucket cache.
+    let mut bucket: Vec<Option<Result>> = (0..kinds.len()).map(|_| None).collect();
+    for _ in 0..rounds {
+        for (i, (_, kind)) in kinds.iter().enumerate() {
+            let r = run_bucket(*kind, run_for);
+            if bucket[i]
+                .as_ref()
+                .is_none_or(|b| r.reads_per_s > b.reads_per_s)
+            {
+                bucket[i] = Some(r);
+            }
+        }
+    }
+    let bucket: Vec<Result> = bucket
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| panic!("a round ran")))
+        .collect();
+    println!();
+    println!(
+        "Bucket cache (heap area), {BLOCKS} blocks of 1 KiB all cached, {THREADS} threads, zipfian:"
+    );
+    println!(
+        "{:>8} {:>12} {:>8} {:>16} {:>8}",
+        "pool", "reads/s", "vs weak", "objects/1000 rd", "p50"
+    );
+    for ((name, _), r) in kinds.iter().zip(&bucket) {
+        println!(
+            "{name:>8} {:>12.0} {:>8.2} {:>16.2} {:>6} ns",
+            r.reads_per_s,
+            r.reads_per_s / bucket[0].reads_per_s,
+            r.created_per_1000,
+            r.p50_ns
+        );
+    }
     lru_section(quick);
+    let rows = bucket;
     let best_allocs = rows
         .iter()
         .map(|r| r.created_per_1000)

@@ -1,8 +1,9 @@
-//! Keel's block caches. **Partly built**: this release holds the [`BlockCache`] interface with
-//! single-flight [`BlockCache::get_or_load`], HBase's [`LruBlockCache`], and the per-block
-//! read/write id locks with their lock-object pools ([`IdReadWriteLock`], [`PoolKind`]): the
-//! mechanism HBASE-17747 measured (soft vs weak pools under a 100 %-cache-hit read load). The
-//! bucket cache and the combined cache come next (see `docs/blockcache.md`).
+//! Keel's block caches: the [`BlockCache`] interface with single-flight
+//! [`BlockCache::get_or_load`]; HBase's [`LruBlockCache`] (L1) and [`BucketCache`] (L2), combined
+//! as HBase does in [`CombinedBlockCache`]; and the per-block read/write id locks with their
+//! lock-object pools ([`IdReadWriteLock`], [`PoolKind`]), the mechanism HBASE-17747 measured (soft
+//! vs weak pools under a 100 %-cache-hit read load). Not yet: a memory-mapped file area for the
+//! bucket cache (see `docs/blockcache.md`).
 //!
 //! ```
 //! use keel_blockcache::{IdReadWriteLock, PoolKind};
@@ -17,10 +18,14 @@
 //! assert_eq!(locks.stats().created, 1, "one lock object, kept by the soft pool");
 //! ```
 
+mod bucket;
 mod cache;
+mod combined;
 mod id_lock;
 mod lru;
 
+pub use bucket::{BucketCache, BucketOptions, DEFAULT_SIZE_CLASSES};
 pub use cache::{BlockCache, BlockKey, BlockPriority, CacheStats};
+pub use combined::{BlockKind, CombinedBlockCache, KindStats};
 pub use id_lock::{IdLockStats, IdReadGuard, IdReadWriteLock, IdWriteGuard, PoolKind};
 pub use lru::{LruBlockCache, LruOptions};
