@@ -50,7 +50,7 @@ const BENCHES: &[Suite] = &[
 ];
 
 /// `cargo xtask miri`: the crates with `unsafe` code, whose unit tests Miri interprets.
-pub(crate) const MIRI_PACKAGES: &[&str] = &["keel-bufpool"];
+pub(crate) const MIRI_PACKAGES: &[&str] = &["keel-bufpool", "keel-blockcache"];
 
 /// Runs the unit tests of every crate with `unsafe` under Miri, or says why it cannot: Miri
 /// needs a nightly toolchain with the `miri` component, which a fresh machine may not have, so

@@ -171,7 +171,8 @@ mod tests {
         let l2 = BucketCache::new(BucketOptions {
             capacity_bytes: 8 << 20,
             ..BucketOptions::default()
-        });
+        })
+        .expect("a heap area cannot fail");
         CombinedBlockCache::new(l1, l2)
     }
 

@@ -2,8 +2,8 @@
 //! [`BlockCache::get_or_load`]; HBase's [`LruBlockCache`] (L1) and [`BucketCache`] (L2), combined
 //! as HBase does in [`CombinedBlockCache`]; and the per-block read/write id locks with their
 //! lock-object pools ([`IdReadWriteLock`], [`PoolKind`]), the mechanism HBASE-17747 measured (soft
-//! vs weak pools under a 100 %-cache-hit read load). Not yet: a memory-mapped file area for the
-//! bucket cache (see `docs/blockcache.md`).
+//! vs weak pools under a 100 %-cache-hit read load). The bucket cache's area is on the heap or in
+//! a memory-mapped file ([`AreaKind`]).
 //!
 //! ```
 //! use keel_blockcache::{IdReadWriteLock, PoolKind};
@@ -24,7 +24,7 @@ mod combined;
 mod id_lock;
 mod lru;
 
-pub use bucket::{BucketCache, BucketOptions, DEFAULT_SIZE_CLASSES};
+pub use bucket::{AreaKind, BucketCache, BucketOptions, DEFAULT_SIZE_CLASSES};
 pub use cache::{BlockCache, BlockKey, BlockPriority, CacheStats};
 pub use combined::{BlockKind, CombinedBlockCache, KindStats};
 pub use id_lock::{IdLockStats, IdReadGuard, IdReadWriteLock, IdWriteGuard, PoolKind};

@@ -152,7 +152,8 @@ fn bucket_slots_are_never_reused_under_a_reader() {
         writer_threads: 2,
         writer_queue_len: 16,
         ..BucketOptions::default()
-    });
+    })
+    .expect("heap area");
     let content = |key: &BlockKey| {
         let len = 200 + (key.offset as usize * 131) % 3_800;
         let stamp = (key.file_id as u8).wrapping_mul(31) ^ (key.offset as u8);

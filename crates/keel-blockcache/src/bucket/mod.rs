@@ -11,6 +11,8 @@ mod evict;
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
+use std::io;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -25,11 +27,23 @@ use self::area::Area;
 use crate::cache::{BlockCache, BlockKey, BlockPriority, CacheStats};
 use crate::id_lock::{IdReadWriteLock, PoolKind};
 
+/// Where a bucket cache's area lives (HBase `hbase.bucketcache.ioengine`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum AreaKind {
+    /// Process memory (HBase's "offheap"; here an ordinary heap allocation, made once).
+    #[default]
+    Heap,
+    /// A file mapped into memory (HBase's "file"/"mmap"); created or truncated at this path.
+    Mapped(PathBuf),
+}
+
 /// Sizes and policy of a [`BucketCache`], with HBase's defaults.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BucketOptions {
     /// Bytes of the area (HBase `hbase.bucketcache.size`), rounded down to whole buckets.
     pub capacity_bytes: usize,
+    /// Where the area lives.
+    pub area: AreaKind,
     /// Slot sizes (HBase `hbase.bucketcache.bucket.sizes`, 5 KiB … 513 KiB).
     pub size_classes: Vec<usize>,
     /// Writer threads (HBase `hbase.bucketcache.writer.threads`, 3).
@@ -50,6 +64,7 @@ impl Default for BucketOptions {
     fn default() -> Self {
         BucketOptions {
             capacity_bytes: 256 * 1024 * 1024,
+            area: AreaKind::Heap,
             size_classes: DEFAULT_SIZE_CLASSES.to_vec(),
             writer_threads: 3,
             writer_queue_len: 64,
@@ -116,10 +131,15 @@ pub struct BucketCache {
 
 impl BucketCache {
     /// A cache over a zeroed area of `options.capacity_bytes`, with its writer threads started.
-    pub fn new(options: BucketOptions) -> BucketCache {
+    /// Fails only if a mapped area's file cannot be created or mapped.
+    pub fn new(options: BucketOptions) -> io::Result<BucketCache> {
         let allocator = Allocator::new(options.capacity_bytes, &options.size_classes);
+        let area = match &options.area {
+            AreaKind::Heap => Area::heap(allocator.area_len()),
+            AreaKind::Mapped(path) => Area::mapped(path, allocator.area_len())?,
+        };
         let inner = Arc::new(Inner {
-            area: Area::new(allocator.area_len()),
+            area,
             allocator: Mutex::new(allocator),
             ram: (0..SHARDS)
                 .map(|_| CachePadded(Mutex::new(HashMap::new())))
@@ -153,12 +173,12 @@ impl BucketCache {
             queues.push(sender);
             writers.push(writer);
         }
-        BucketCache {
+        Ok(BucketCache {
             inner,
             queues,
             writers,
             load_locks: IdReadWriteLock::new(options.id_lock_pool),
-        }
+        })
     }
 
     /// Waits until every block queued so far has been written to its slot (or dropped).

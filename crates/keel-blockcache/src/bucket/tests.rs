@@ -27,6 +27,7 @@ fn small(buckets: usize) -> BucketCache {
         writer_queue_len: 64,
         ..BucketOptions::default()
     })
+    .expect("a heap area cannot fail")
 }
 
 #[test]
@@ -127,7 +128,8 @@ fn every_insert_is_placed_or_counted_as_failed() {
         writer_threads: 1,
         writer_queue_len: 1,
         ..BucketOptions::default()
-    });
+    })
+    .unwrap();
     let mut accepted = 0;
     for offset in 0..500 {
         let k = key(6, offset);
@@ -162,4 +164,33 @@ fn get_or_load_is_single_flight() {
     }
     assert_eq!(loads.load(Relaxed), 1);
     assert!(cache.slot_locks().stats().created <= 1);
+}
+
+#[cfg(not(miri))] // Miri cannot run mmap.
+#[test]
+fn a_mapped_file_area_works_like_the_heap_area() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bucket.cache");
+    let cache = BucketCache::new(BucketOptions {
+        capacity_bytes: 4 * 16 * 1024,
+        size_classes: vec![1024, 4096],
+        area: AreaKind::Mapped(path.clone()),
+        ..BucketOptions::default()
+    })
+    .unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 65_536);
+    for offset in 0..30 {
+        let k = key(8, offset);
+        cache.insert(k, content(&k, 700), false);
+    }
+    cache.flush_writes();
+    for offset in 0..30 {
+        let k = key(8, offset);
+        assert_eq!(cache.get(&k, false, false), Some(content(&k, 700)));
+    }
+    let missing_dir = BucketOptions {
+        area: AreaKind::Mapped(dir.path().join("no/such/dir")),
+        ..BucketOptions::default()
+    };
+    assert!(BucketCache::new(missing_dir).is_err());
 }
