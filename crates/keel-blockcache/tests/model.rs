@@ -104,3 +104,59 @@ fn the_soft_pool_stays_within_its_bound_plus_objects_in_use() {
         assert_eq!(stats.created - stats.reclaimed, stats.pooled as u64);
     });
 }
+
+/// A reader copies block A while another thread evicts A and inserts B, which the allocator puts
+/// in A's freed slot (its free list is LIFO): the reader gets A's bytes or a miss, never B's.
+#[test]
+fn a_bucket_slot_is_never_freed_or_refilled_under_a_reader() {
+    use bytes::Bytes;
+    use keel_blockcache::{BlockCache, BlockKey, BucketCache, BucketOptions};
+
+    check(|| {
+        let cache = Arc::new(
+            BucketCache::new(BucketOptions {
+                capacity_bytes: 2 * 4 * 64,
+                size_classes: vec![64],
+                writer_threads: 1,
+                writer_queue_len: 4,
+                id_lock_pool: PoolKind::Weak,
+                ..BucketOptions::default()
+            })
+            .expect("a heap area"),
+        );
+        let (a, b) = (
+            BlockKey {
+                file_id: 1,
+                offset: 0,
+            },
+            BlockKey {
+                file_id: 2,
+                offset: 0,
+            },
+        );
+        let block_a = Bytes::from(vec![0xAA; 24]);
+        let block_b = Bytes::from(vec![0xBB; 24]);
+        assert!(cache.insert(a, block_a.clone(), false));
+        cache.flush_writes();
+        let reader = {
+            let (cache, block_a) = (Arc::clone(&cache), block_a.clone());
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    if let Some(block) = cache.get(&a, false, false) {
+                        assert_eq!(block, block_a, "a reader got another block's bytes");
+                    }
+                }
+            })
+        };
+        let replacer = {
+            let cache = Arc::clone(&cache);
+            thread::spawn(move || {
+                cache.evict(&a);
+                cache.insert(b, block_b, false);
+                cache.flush_writes();
+            })
+        };
+        reader.join().unwrap();
+        replacer.join().unwrap();
+    });
+}

@@ -39,6 +39,15 @@ pub use shuttle::sync::Arc;
 #[cfg(not(shuttle))]
 pub use std::sync::Arc;
 
+/// Bounded channels: std's normally, shuttle's under `--cfg shuttle` (so a blocked receiver is a
+/// scheduling point the model sees).
+pub mod mpsc {
+    #[cfg(shuttle)]
+    pub use shuttle::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+    #[cfg(not(shuttle))]
+    pub use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+}
+
 /// Threads and scheduling hints.
 pub mod thread {
     #[cfg(shuttle)]

@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
-use keel_sync::atomic::{AtomicU64, Ordering::Relaxed};
+use keel_sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use keel_sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use keel_sync::thread::{JoinHandle, spawn_named};
 use keel_sync::{CachePadded, Mutex};
 
@@ -118,13 +118,15 @@ pub(crate) struct Inner {
     pub(crate) evicted_blocks: AtomicU64,
     failed_inserts: AtomicU64,
     blocks: AtomicU64,
+    /// Blocks on the writer queues or being placed.
+    queued: AtomicUsize,
 }
 
 /// HBase's bucket cache. See the module docs.
 #[derive(Debug)]
 pub struct BucketCache {
     inner: Arc<Inner>,
-    queues: Vec<Sender<(BlockKey, Bytes, bool)>>,
+    queues: Vec<SyncSender<(BlockKey, Bytes, bool)>>,
     writers: Vec<JoinHandle<()>>,
     load_locks: IdReadWriteLock<BlockKey>,
 }
@@ -159,12 +161,13 @@ impl BucketCache {
             evicted_blocks: AtomicU64::new(0),
             failed_inserts: AtomicU64::new(0),
             blocks: AtomicU64::new(0),
+            queued: AtomicUsize::new(0),
             options: options.clone(),
         });
         let mut queues = Vec::new();
         let mut writers = Vec::new();
         for i in 0..options.writer_threads.max(1) {
-            let (sender, receiver) = bounded(options.writer_queue_len.max(1));
+            let (sender, receiver) = sync_channel(options.writer_queue_len.max(1));
             let inner = Arc::clone(&inner);
             let writer = spawn_named(&format!("keel-bucket-writer-{i}"), move || {
                 inner.run_writer(receiver)
@@ -183,7 +186,7 @@ impl BucketCache {
 
     /// Waits until every block queued so far has been written to its slot (or dropped).
     pub fn flush_writes(&self) {
-        while self.queues.iter().any(|q| !q.is_empty()) || self.inner.staged() > 0 {
+        while self.inner.queued.load(Relaxed) > 0 || self.inner.staged() > 0 {
             keel_sync::thread::yield_now();
         }
     }
@@ -215,39 +218,45 @@ impl Inner {
     /// A writer thread: place each queued block in a slot and publish it.
     fn run_writer(self: Arc<Self>, queue: Receiver<(BlockKey, Bytes, bool)>) {
         while let Ok((key, block, in_memory)) = queue.recv() {
-            let shard = self.shard_index(&key);
-            let offset = self.allocate_slot(block.len());
-            let Some(offset) = offset else {
-                if self.ram[shard].lock().remove(&key).is_some() {
-                    self.blocks.fetch_sub(1, Relaxed);
-                }
-                self.failed_inserts.fetch_add(1, Relaxed);
-                continue;
-            };
-            self.area.write(offset, &block);
-            let mut ram = self.ram[shard].lock();
-            // Evicted while it waited: give the slot back instead of publishing.
-            if !ram.contains_key(&key) {
-                drop(ram);
-                self.allocator.lock().free(offset);
-                continue;
-            }
-            let priority = if in_memory {
-                BlockPriority::Memory
-            } else {
-                BlockPriority::Single
-            };
-            let entry = SlotEntry {
-                offset,
-                len: block.len(),
-                priority,
-                last_access: self.clock.fetch_add(1, Relaxed),
-                generation: self.clock.fetch_add(1, Relaxed),
-            };
-            self.backing[shard].lock().insert(key, entry);
-            ram.remove(&key);
-            self.stored_bytes.fetch_add(block.len() as u64, Relaxed);
+            self.place(key, block, in_memory);
+            self.queued.fetch_sub(1, Relaxed);
         }
+    }
+
+    /// Puts one staged block into a slot and publishes it (or drops it if there is no room).
+    fn place(&self, key: BlockKey, block: Bytes, in_memory: bool) {
+        let shard = self.shard_index(&key);
+        let offset = self.allocate_slot(block.len());
+        let Some(offset) = offset else {
+            if self.ram[shard].lock().remove(&key).is_some() {
+                self.blocks.fetch_sub(1, Relaxed);
+            }
+            self.failed_inserts.fetch_add(1, Relaxed);
+            return;
+        };
+        self.area.write(offset, &block);
+        let mut ram = self.ram[shard].lock();
+        // Evicted while it waited: give the slot back instead of publishing.
+        if !ram.contains_key(&key) {
+            drop(ram);
+            self.allocator.lock().free(offset);
+            return;
+        }
+        let priority = if in_memory {
+            BlockPriority::Memory
+        } else {
+            BlockPriority::Single
+        };
+        let entry = SlotEntry {
+            offset,
+            len: block.len(),
+            priority,
+            last_access: self.clock.fetch_add(1, Relaxed),
+            generation: self.clock.fetch_add(1, Relaxed),
+        };
+        self.backing[shard].lock().insert(key, entry);
+        ram.remove(&key);
+        self.stored_bytes.fetch_add(block.len() as u64, Relaxed);
     }
 
     /// A slot for `len` bytes, evicting once if the area is full.
@@ -332,12 +341,15 @@ impl BlockCache for BucketCache {
             ram.insert(key, (block.clone(), in_memory));
         }
         let queue = &self.queues[(inner.hasher.hash_one(key) as usize) % self.queues.len()];
+        // Counted before it is sent, so the writer can never count it off first.
+        inner.queued.fetch_add(1, Relaxed);
         match queue.try_send((key, block, in_memory)) {
             Ok(()) => {
                 inner.blocks.fetch_add(1, Relaxed);
                 true
             }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                inner.queued.fetch_sub(1, Relaxed);
                 inner.ram[shard].lock().remove(&key);
                 inner.failed_inserts.fetch_add(1, Relaxed);
                 false
