@@ -62,9 +62,10 @@ fn writers_are_alone_and_each_pool_keeps_its_promise() {
     assert_eq!(weak.created, weak.reclaimed);
 
     let soft = hammer(PoolKind::Soft { max_entries: 32 }).stats();
+    // Nothing is in use any more: every shard is back within its bound (32 / 16 shards).
     assert!(
-        soft.pooled <= 32 + 16,
-        "soft: bound plus one newcomer per shard: {soft:?}"
+        soft.pooled <= 32,
+        "soft: above its bound with nothing in use: {soft:?}"
     );
     assert_eq!(soft.created - soft.reclaimed, soft.pooled as u64);
 

@@ -25,11 +25,11 @@ pub use real::{Condvar, Mutex, MutexGuard};
 pub mod atomic {
     #[cfg(shuttle)]
     pub use shuttle::sync::atomic::{
-        AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+        AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
     };
     #[cfg(not(shuttle))]
     pub use std::sync::atomic::{
-        AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+        AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
     };
 }
 

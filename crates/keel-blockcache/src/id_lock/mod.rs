@@ -19,7 +19,7 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::sync::{Arc, Weak};
 
-use keel_sync::atomic::{AtomicU64, Ordering::Relaxed};
+use keel_sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst, fence};
 use keel_sync::{CachePadded, Mutex};
 
 use self::object::LockObject;
@@ -64,6 +64,9 @@ pub struct IdReadWriteLock<K> {
     stripes: Box<[LockObject]>,
     hasher: RandomState,
     per_shard_bound: usize,
+    /// Soft pool: the shard may hold more than its bound (objects were in use when it last
+    /// reclaimed), so a release there should reclaim too. See `release`.
+    over_bound: Box<[AtomicBool]>,
     created: AtomicU64,
     reclaimed: AtomicU64,
 }
@@ -123,6 +126,7 @@ impl<K: Hash + Eq + Clone> IdReadWriteLock<K> {
             stripes: (0..stripes).map(|_| LockObject::default()).collect(),
             hasher: RandomState::new(),
             per_shard_bound,
+            over_bound: (0..SHARDS).map(|_| AtomicBool::new(false)).collect(),
             created: AtomicU64::new(0),
             reclaimed: AtomicU64::new(0),
         }
@@ -195,7 +199,15 @@ impl<K: Hash + Eq + Clone> IdReadWriteLock<K> {
                 shard.entries.insert(id.clone(), entry);
                 if let PoolKind::Soft { .. } = self.kind {
                     shard.order.push_back(id.clone());
-                    self.reclaim_soft(&mut shard);
+                    if shard.entries.len() > self.per_shard_bound {
+                        // Dekker with `release`: raise the flag, then read the use counts.
+                        self.over_bound[shard_index].store(true, SeqCst);
+                        fence(SeqCst);
+                        self.reclaim_soft(&mut shard);
+                        if shard.entries.len() <= self.per_shard_bound {
+                            self.over_bound[shard_index].store(false, SeqCst);
+                        }
+                    }
                 }
                 object
             }
@@ -228,11 +240,27 @@ impl<K: Hash + Eq + Clone> IdReadWriteLock<K> {
         }
     }
 
-    /// After a guard let go: a weak pool removes the object if that was its last user.
+    /// After a guard let go: a weak pool removes the object if that was its last user; a soft
+    /// pool over its bound reclaims. The soft check is lock-free unless the shard is over its
+    /// bound: the releaser drops its handle, then reads the flag; an inserter raises the flag,
+    /// then reads the use counts. With a fence between each pair, at least one of them sees the
+    /// other, so a shard never stays above its bound once nothing in it is in use.
     fn release(&self, held: Held<'_, K>) {
         let Held::Pooled { object, id, shard } = held else {
             return;
         };
+        if let PoolKind::Soft { .. } = self.kind {
+            drop(object);
+            fence(SeqCst);
+            if self.over_bound[shard].load(SeqCst) {
+                let mut guard = self.shards[shard].lock();
+                self.reclaim_soft(&mut guard);
+                if guard.entries.len() <= self.per_shard_bound {
+                    self.over_bound[shard].store(false, SeqCst);
+                }
+            }
+            return;
+        }
         if self.kind != PoolKind::Weak {
             return;
         }
