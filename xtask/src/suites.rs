@@ -47,6 +47,12 @@ const BENCHES: &[Suite] = &[
         package: "keel-blockcache",
         target: "idlock",
     },
+    Suite {
+        name: "memstore",
+        about: "keel-memstore inserts, gets and scans vs RwLock<BTreeMap> and a bare skiplist; MSLAB allocations",
+        package: "keel-memstore",
+        target: "memstore",
+    },
 ];
 
 /// `cargo xtask miri`: the crates with `unsafe` code, whose unit tests Miri interprets.

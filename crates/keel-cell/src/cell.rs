@@ -206,6 +206,13 @@ impl Cell {
     pub fn into_parts(self) -> (CellKey, Bytes) {
         (self.key, self.value)
     }
+
+    /// Joins a key and a value, the inverse of [`Cell::into_parts`]: for a store handing back
+    /// cells it took in whole (keel-memstore). The key's limits were checked when it was made;
+    /// the value's length is not checked again.
+    pub fn from_parts(key: CellKey, value: Bytes) -> Cell {
+        Cell { key, value }
+    }
 }
 
 impl Ord for Cell {
@@ -351,6 +358,8 @@ mod tests {
             (key.sequence_id(), key.timestamp(), value.as_ref()),
             (11, 12, &b"v"[..])
         );
+        let rejoined = Cell::from_parts(key.clone(), value.clone());
+        assert_eq!(rejoined.into_parts(), (key, value));
     }
 
     #[test]

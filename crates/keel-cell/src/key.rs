@@ -153,6 +153,21 @@ impl CellKey {
         self.timestamp = timestamp;
     }
 
+    /// This key with its row, family and qualifier taken from other memory holding the same
+    /// bytes: lets a store move a key into memory it owns (keel-memstore's MSLAB chunks).
+    /// Returns `None`, changing nothing, if any of the three differs from this key's.
+    pub fn with_storage(&self, row: Bytes, family: Bytes, qualifier: Bytes) -> Option<CellKey> {
+        if row != self.row || family != self.family || qualifier != self.qualifier {
+            return None;
+        }
+        Some(CellKey {
+            row,
+            family,
+            qualifier,
+            ..self.clone()
+        })
+    }
+
     /// True if this is a "last on row" key, which sorts after every other key on its row.
     fn is_last_on_row(&self) -> bool {
         self.family.is_empty() && self.qualifier.is_empty() && self.cell_type == CellType::Minimum
@@ -307,6 +322,23 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn with_storage_moves_bytes_but_refuses_different_ones() {
+        let mut k = key("row", "f", "q", 3, CellType::Put);
+        k.set_sequence_id(8);
+        let storage = Bytes::from_static(b"rowfq");
+        let moved = k
+            .with_storage(storage.slice(0..3), storage.slice(3..4), storage.slice(4..5))
+            .expect("same bytes");
+        assert_eq!(moved, k);
+        assert_eq!(moved.sequence_id(), 8);
+        assert_eq!(moved.row().as_ptr(), storage.as_ptr());
+        assert_eq!(
+            k.with_storage(storage.slice(0..3), storage.slice(3..4), storage.slice(3..4)),
+            None
+        );
     }
 
     #[test]

@@ -1,0 +1,209 @@
+//! The memstore: an active segment, at most one pending snapshot, and their sizes.
+
+use std::ops::RangeBounds;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use keel_cell::{Cell, CellKey};
+use parking_lot::RwLock;
+
+use crate::chunk::ChunkPool;
+use crate::options::MemStoreOptions;
+use crate::scanner::MemStoreScanner;
+use crate::segment::{Segment, SegmentSize, SizeCounters};
+
+/// Chunks a memstore's own pool keeps when none is shared in ([`MemStore::new`]): 64 × 2 MiB.
+pub const DEFAULT_POOLED_CHUNKS: usize = 64;
+
+/// What can go wrong with a memstore call.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MemStoreError {
+    /// `clear_snapshot` named a snapshot that is not the pending one.
+    #[error("no pending snapshot {id} to clear (pending: {pending:?})")]
+    NoSuchSnapshot {
+        /// The id asked for.
+        id: u64,
+        /// The id of the pending snapshot, if any.
+        pending: Option<u64>,
+    },
+}
+
+#[derive(Debug)]
+struct Segments {
+    active: Arc<Segment>,
+    snapshot: Option<Arc<Segment>>,
+}
+
+/// A frozen segment waiting to be flushed ([`MemStore::snapshot`]).
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    segment: Arc<Segment>,
+    size: SegmentSize,
+}
+
+impl Snapshot {
+    /// Names this snapshot for [`MemStore::clear_snapshot`].
+    pub fn id(&self) -> u64 {
+        self.segment.id
+    }
+
+    /// Its sizes, fixed since it was taken.
+    pub fn size(&self) -> SegmentSize {
+        self.size
+    }
+
+    /// Every cell of the snapshot in order, whatever its sequence id: what a flush writes.
+    pub fn scanner(&self) -> MemStoreScanner {
+        MemStoreScanner::new(vec![Arc::clone(&self.segment)], .., u64::MAX)
+    }
+}
+
+/// HBase's `DefaultMemStore`: a concurrent sorted set of cells with snapshots for flush.
+///
+/// Writers and readers run at once. Readers take no exclusive lock: a scanner takes a shared
+/// lock for the moment it copies two segment handles; writers hold the shared lock while they
+/// insert, so [`MemStore::snapshot`] (the only exclusive user) waits for in-flight adds and no
+/// add can land in a segment after it was frozen.
+#[derive(Debug)]
+pub struct MemStore {
+    options: MemStoreOptions,
+    pool: Arc<ChunkPool>,
+    segments: RwLock<Segments>,
+    active_size: SizeCounters,
+    snapshot_size: SizeCounters,
+    next_segment_id: AtomicU64,
+}
+
+impl MemStore {
+    /// A memstore with its own chunk pool of [`DEFAULT_POOLED_CHUNKS`].
+    pub fn new(options: MemStoreOptions) -> MemStore {
+        let pool = Arc::new(ChunkPool::new(options.chunk_size, DEFAULT_POOLED_CHUNKS));
+        MemStore::with_pool(options, pool)
+    }
+
+    /// A memstore taking chunks from a pool shared with others (HBase shares one per server).
+    /// `options.chunk_size` is replaced by the pool's.
+    pub fn with_pool(mut options: MemStoreOptions, pool: Arc<ChunkPool>) -> MemStore {
+        options.chunk_size = pool.chunk_size();
+        options.max_copied_cell = options.max_copied_cell.min(options.chunk_size);
+        let active = Arc::new(Segment::new(1, options.mslab, options.max_copied_cell));
+        MemStore {
+            options,
+            pool,
+            segments: RwLock::new(Segments {
+                active,
+                snapshot: None,
+            }),
+            active_size: SizeCounters::new(),
+            snapshot_size: SizeCounters::new(),
+            next_segment_id: AtomicU64::new(2),
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &MemStoreOptions {
+        &self.options
+    }
+
+    /// The chunk pool this memstore draws from.
+    pub fn chunk_pool(&self) -> &Arc<ChunkPool> {
+        &self.pool
+    }
+
+    /// Adds cells, each with the sequence id it carries. A cell with exactly the key of one
+    /// already held (sequence id included) replaces its value.
+    pub fn add(&self, cells: impl IntoIterator<Item = Cell>) {
+        let segments = self.segments.read();
+        for cell in cells {
+            segments.active.add(cell, &self.pool, &self.active_size);
+        }
+    }
+
+    /// Cells in `range` visible at `read_point`, from the active segment and the pending
+    /// snapshot merged.
+    pub fn scanner(&self, range: impl RangeBounds<CellKey>, read_point: u64) -> MemStoreScanner {
+        let segments = {
+            let guard = self.segments.read();
+            let mut segments = vec![Arc::clone(&guard.active)];
+            segments.extend(guard.snapshot.iter().cloned());
+            segments
+        };
+        MemStoreScanner::new(segments, range, read_point)
+    }
+
+    /// Every version (and delete marker) of one column visible at `read_point`, newest first.
+    pub fn get(
+        &self,
+        row: &Bytes,
+        family: &Bytes,
+        qualifier: &Bytes,
+        read_point: u64,
+    ) -> Vec<Cell> {
+        let first = CellKey::first_on_column(row.clone(), family.clone(), qualifier.clone());
+        let last = CellKey::last_on_column(row.clone(), family.clone(), qualifier.clone());
+        self.scanner(first..=last, read_point).collect()
+    }
+
+    /// Freezes the active segment into the snapshot and installs an empty one, atomically with
+    /// respect to writers. While a snapshot is pending (its flush not yet cleared, or failed)
+    /// the pending one is returned again, unchanged.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut segments = self.segments.write();
+        if let Some(pending) = &segments.snapshot {
+            return Snapshot {
+                segment: Arc::clone(pending),
+                size: self.snapshot_size.read(),
+            };
+        }
+        let id = self.next_segment_id.fetch_add(1, Ordering::Relaxed);
+        let fresh = Arc::new(Segment::new(
+            id,
+            self.options.mslab,
+            self.options.max_copied_cell,
+        ));
+        let frozen = std::mem::replace(&mut segments.active, fresh);
+        let size = self.active_size.read();
+        self.snapshot_size.store(size);
+        self.active_size.store(SegmentSize::EMPTY);
+        segments.snapshot = Some(Arc::clone(&frozen));
+        Snapshot {
+            segment: frozen,
+            size,
+        }
+    }
+
+    /// Drops the snapshot `id` after its flush: its cells leave the memstore (scanners already
+    /// open keep reading them) and its chunks go back to the pool, reusable once no reader holds
+    /// a cell from them. Returns the sizes released.
+    pub fn clear_snapshot(&self, id: u64) -> Result<SegmentSize, MemStoreError> {
+        let mut segments = self.segments.write();
+        let pending = segments.snapshot.as_ref().map(|segment| segment.id);
+        if pending != Some(id) {
+            return Err(MemStoreError::NoSuchSnapshot { id, pending });
+        }
+        let Some(segment) = segments.snapshot.take() else {
+            return Err(MemStoreError::NoSuchSnapshot { id, pending });
+        };
+        let size = self.snapshot_size.read();
+        self.snapshot_size.store(SegmentSize::EMPTY);
+        drop(segments);
+        self.pool.give_back(segment.take_chunks());
+        Ok(size)
+    }
+
+    /// Sizes of the active segment, read without a lock.
+    pub fn active_size(&self) -> SegmentSize {
+        self.active_size.read()
+    }
+
+    /// Sizes of the pending snapshot ([`SegmentSize::EMPTY`] if none), read without a lock.
+    pub fn snapshot_size(&self) -> SegmentSize {
+        self.snapshot_size.read()
+    }
+
+    /// Active and snapshot sizes together.
+    pub fn size(&self) -> SegmentSize {
+        self.active_size().plus(self.snapshot_size())
+    }
+}

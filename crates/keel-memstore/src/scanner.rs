@@ -1,0 +1,142 @@
+//! A scanner merging the active segment and the pending snapshot at one read point.
+
+use std::collections::VecDeque;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use keel_cell::{Cell, CellKey};
+
+use crate::segment::Segment;
+
+/// Cells fetched from a segment per skiplist search.
+const BATCH: usize = 64;
+
+/// Cells of a memstore in CellComparator order, hiding every cell whose sequence id is above the
+/// read point. Raw cells: delete markers and every version are returned; the region applies
+/// delete and version rules when it merges this with store-file scanners ([`MemStoreScanner::seek`],
+/// [`MemStoreScanner::peek`], [`Iterator::next`]).
+///
+/// The scanner holds its segments, so a snapshot cleared meanwhile stays readable through it.
+/// It reads each segment in batches of up to 64 cells (one skiplist search per batch). Every
+/// cell at or below the read point is in the segment before the read point covers it (the
+/// region publishes a read point only after the write is applied), so batching never hides a
+/// visible cell.
+#[derive(Debug)]
+pub struct MemStoreScanner {
+    /// Newest first: on equal keys the newer segment's cell wins.
+    segments: Vec<Arc<Segment>>,
+    /// Per segment: fetched cells not yet returned, and whether the segment may hold more.
+    heads: Vec<(VecDeque<Cell>, bool)>,
+    end: Bound<CellKey>,
+    read_point: u64,
+}
+
+impl MemStoreScanner {
+    pub(crate) fn new(
+        segments: Vec<Arc<Segment>>,
+        range: impl RangeBounds<CellKey>,
+        read_point: u64,
+    ) -> MemStoreScanner {
+        let heads = segments.iter().map(|_| (VecDeque::new(), true)).collect();
+        let mut scanner = MemStoreScanner {
+            segments,
+            heads,
+            end: range.end_bound().cloned(),
+            read_point,
+        };
+        scanner.position(range.start_bound());
+        scanner
+    }
+
+    /// The read point this scanner hides newer cells above.
+    pub fn read_point(&self) -> u64 {
+        self.read_point
+    }
+
+    /// Moves to the first cell at or after `key` (forward or backward).
+    pub fn seek(&mut self, key: &CellKey) {
+        self.position(Bound::Included(key));
+    }
+
+    /// The next cell without consuming it.
+    pub fn peek(&self) -> Option<&Cell> {
+        let index = self.smallest()?;
+        let cell = self.heads[index].0.front()?;
+        self.within_end(cell.key()).then_some(cell)
+    }
+
+    fn position(&mut self, from: Bound<&CellKey>) {
+        for (index, segment) in self.segments.iter().enumerate() {
+            let (cells, more) = &mut self.heads[index];
+            cells.clear();
+            segment.fill(from, self.end.as_ref(), self.read_point, BATCH, cells);
+            *more = cells.len() == BATCH;
+        }
+    }
+
+    /// Drops the front cell of segment `index`, fetching the next batch when it runs dry.
+    fn advance(&mut self, index: usize) {
+        let (cells, more) = &mut self.heads[index];
+        let Some(last) = cells.pop_front() else {
+            return;
+        };
+        if cells.is_empty() && *more {
+            self.segments[index].fill(
+                Bound::Excluded(last.key()),
+                self.end.as_ref(),
+                self.read_point,
+                BATCH,
+                cells,
+            );
+            *more = cells.len() == BATCH;
+        }
+    }
+
+    /// The segment whose head sorts first; the newest segment on ties.
+    fn smallest(&self) -> Option<usize> {
+        let mut best: Option<(usize, &CellKey)> = None;
+        for (index, (cells, _)) in self.heads.iter().enumerate() {
+            if let Some(cell) = cells.front()
+                && best.is_none_or(|(_, key)| cell.key() < key)
+            {
+                best = Some((index, cell.key()));
+            }
+        }
+        best.map(|(index, _)| index)
+    }
+
+    fn within_end(&self, key: &CellKey) -> bool {
+        match &self.end {
+            Bound::Included(end) => key <= end,
+            Bound::Excluded(end) => key < end,
+            Bound::Unbounded => true,
+        }
+    }
+}
+
+impl Iterator for MemStoreScanner {
+    type Item = Cell;
+
+    fn next(&mut self) -> Option<Cell> {
+        let index = self.smallest()?;
+        let cell = self.heads[index].0.front()?.clone();
+        if !self.within_end(cell.key()) {
+            self.heads.iter_mut().for_each(|(cells, more)| {
+                cells.clear();
+                *more = false;
+            });
+            return None;
+        }
+        // Skip the same key in older segments (re-added after a snapshot): the newest wins.
+        for other in 0..self.heads.len() {
+            if self.heads[other]
+                .0
+                .front()
+                .is_some_and(|head| head.key() == cell.key())
+            {
+                self.advance(other);
+            }
+        }
+        Some(cell)
+    }
+}

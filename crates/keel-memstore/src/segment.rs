@@ -1,0 +1,254 @@
+//! A segment: one concurrent skiplist of cells plus its size accounting and MSLAB.
+
+use std::collections::VecDeque;
+use std::mem::size_of;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use bytes::Bytes;
+use crossbeam_skiplist::SkipMap;
+use keel_cell::{Cell, CellKey};
+
+use crate::chunk::{ChunkPool, Mslab};
+
+/// Estimated heap bytes per stored cell beyond its data: the key and value handles plus the
+/// skiplist node's header and average tower (HBase counts a fixed per-cell overhead likewise).
+pub const CELL_OVERHEAD_BYTES: u64 = (size_of::<CellKey>() + size_of::<Bytes>() + 48) as u64;
+
+/// Sizes of a segment (or of the whole memstore): what the region's flush decisions read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentSize {
+    /// Row, family, qualifier and value bytes of the cells held.
+    pub data_bytes: u64,
+    /// Estimated bookkeeping bytes ([`CELL_OVERHEAD_BYTES`] per cell).
+    pub overhead_bytes: u64,
+    /// Cells held.
+    pub cell_count: u64,
+    /// Smallest cell timestamp (`i64::MAX` when empty).
+    pub min_timestamp: i64,
+    /// Largest cell timestamp (`i64::MIN` when empty).
+    pub max_timestamp: i64,
+    /// Smallest sequence id (`u64::MAX` when empty): the WAL may not drop entries at or above it
+    /// until this segment is flushed.
+    pub min_sequence_id: u64,
+}
+
+impl SegmentSize {
+    /// The size of nothing.
+    pub const EMPTY: SegmentSize = SegmentSize {
+        data_bytes: 0,
+        overhead_bytes: 0,
+        cell_count: 0,
+        min_timestamp: i64::MAX,
+        max_timestamp: i64::MIN,
+        min_sequence_id: u64::MAX,
+    };
+
+    /// Both sizes together.
+    pub fn plus(self, other: SegmentSize) -> SegmentSize {
+        SegmentSize {
+            data_bytes: self.data_bytes + other.data_bytes,
+            overhead_bytes: self.overhead_bytes + other.overhead_bytes,
+            cell_count: self.cell_count + other.cell_count,
+            min_timestamp: self.min_timestamp.min(other.min_timestamp),
+            max_timestamp: self.max_timestamp.max(other.max_timestamp),
+            min_sequence_id: self.min_sequence_id.min(other.min_sequence_id),
+        }
+    }
+}
+
+/// Lock-free counters behind a [`SegmentSize`]. Each field is individually atomic.
+#[derive(Debug)]
+pub(crate) struct SizeCounters {
+    data_bytes: AtomicU64,
+    cell_count: AtomicU64,
+    min_timestamp: AtomicI64,
+    max_timestamp: AtomicI64,
+    min_sequence_id: AtomicU64,
+}
+
+impl SizeCounters {
+    pub(crate) fn new() -> SizeCounters {
+        SizeCounters {
+            data_bytes: AtomicU64::new(0),
+            cell_count: AtomicU64::new(0),
+            min_timestamp: AtomicI64::new(i64::MAX),
+            max_timestamp: AtomicI64::new(i64::MIN),
+            min_sequence_id: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    fn record(&self, key: &CellKey, data_bytes: u64) {
+        self.data_bytes.fetch_add(data_bytes, Ordering::Relaxed);
+        self.cell_count.fetch_add(1, Ordering::Relaxed);
+        self.min_timestamp
+            .fetch_min(key.timestamp(), Ordering::Relaxed);
+        self.max_timestamp
+            .fetch_max(key.timestamp(), Ordering::Relaxed);
+        self.min_sequence_id
+            .fetch_min(key.sequence_id(), Ordering::Relaxed);
+    }
+
+    fn replace_value(&self, old_len: u64, new_len: u64) {
+        if new_len >= old_len {
+            self.data_bytes
+                .fetch_add(new_len - old_len, Ordering::Relaxed);
+        } else {
+            self.data_bytes
+                .fetch_sub(old_len - new_len, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn read(&self) -> SegmentSize {
+        let cell_count = self.cell_count.load(Ordering::Relaxed);
+        SegmentSize {
+            data_bytes: self.data_bytes.load(Ordering::Relaxed),
+            overhead_bytes: cell_count * CELL_OVERHEAD_BYTES,
+            cell_count,
+            min_timestamp: self.min_timestamp.load(Ordering::Relaxed),
+            max_timestamp: self.max_timestamp.load(Ordering::Relaxed),
+            min_sequence_id: self.min_sequence_id.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn store(&self, size: SegmentSize) {
+        self.data_bytes.store(size.data_bytes, Ordering::Relaxed);
+        self.cell_count.store(size.cell_count, Ordering::Relaxed);
+        self.min_timestamp
+            .store(size.min_timestamp, Ordering::Relaxed);
+        self.max_timestamp
+            .store(size.max_timestamp, Ordering::Relaxed);
+        self.min_sequence_id
+            .store(size.min_sequence_id, Ordering::Relaxed);
+    }
+}
+
+/// Cells in CellComparator order. Keys include the sequence id, so every version of a column is
+/// its own entry; adding an identical key again replaces the value (HBase's upsert case).
+#[derive(Debug)]
+pub(crate) struct Segment {
+    pub(crate) id: u64,
+    cells: SkipMap<CellKey, Bytes>,
+    mslab: Option<Mslab>,
+    max_copied_cell: usize,
+}
+
+/// True if `ours` is non-empty and `theirs` is the very same memory.
+fn same_storage(ours: &Bytes, theirs: &Bytes) -> bool {
+    !ours.is_empty() && ours.as_ptr() == theirs.as_ptr()
+}
+
+fn data_len(key: &CellKey, value: &Bytes) -> usize {
+    key.row().len() + key.family().len() + key.qualifier().len() + value.len()
+}
+
+impl Segment {
+    pub(crate) fn new(id: u64, mslab: bool, max_copied_cell: usize) -> Segment {
+        Segment {
+            id,
+            cells: SkipMap::new(),
+            mslab: mslab.then(Mslab::new),
+            max_copied_cell,
+        }
+    }
+
+    /// Adds a cell, copying its bytes into memory this segment owns so that the memstore never
+    /// pins the caller's (request) buffers.
+    pub(crate) fn add(&self, cell: Cell, pool: &ChunkPool, counters: &SizeCounters) {
+        let (key, value) = cell.into_parts();
+        let len = data_len(&key, &value);
+        let parts = [
+            key.row().as_ref(),
+            key.family().as_ref(),
+            key.qualifier().as_ref(),
+            value.as_ref(),
+        ];
+        let copy = match &self.mslab {
+            Some(mslab) if len <= self.max_copied_cell => mslab.copy(pool, parts, len),
+            _ => Bytes::from(parts.concat()),
+        };
+        let (row_end, family_end) = (key.row().len(), key.row().len() + key.family().len());
+        let qualifier_end = family_end + key.qualifier().len();
+        let stored = key.with_storage(
+            copy.slice(..row_end),
+            copy.slice(row_end..family_end),
+            copy.slice(family_end..qualifier_end),
+        );
+        let stored = stored.unwrap_or_else(|| key.clone());
+        let value = copy.slice(qualifier_end..);
+        // One search in the common case: insert unless the key is present. Whether ours went in
+        // shows in the entry: a non-empty part of it lives in our copy. A cell with no bytes at
+        // all has no address to compare and takes a look first. Two adds of one identical key
+        // racing each other could both count it; only one writer owns a sequence id, so that
+        // does not happen in a region.
+        let replaced: Option<u64> = if len == 0 {
+            let present = self.cells.contains_key(&stored);
+            self.cells.insert(stored.clone(), value.clone());
+            present.then_some(0)
+        } else {
+            let entry = self.cells.get_or_insert(stored.clone(), value.clone());
+            let ours = same_storage(stored.row(), entry.key().row())
+                || same_storage(stored.family(), entry.key().family())
+                || same_storage(stored.qualifier(), entry.key().qualifier())
+                || same_storage(&value, entry.value());
+            let old_len = entry.value().len() as u64;
+            drop(entry);
+            if !ours {
+                self.cells.insert(stored.clone(), value.clone());
+            }
+            (!ours).then_some(old_len)
+        };
+        match replaced {
+            None => counters.record(&stored, len as u64),
+            Some(old_len) => counters.replace_value(old_len, value.len() as u64),
+        }
+    }
+
+    /// Appends to `out` up to `max` cells visible at `read_point`, in order, starting at `from`
+    /// (the segment's first cell when unbounded) and stopping before `end`: one skiplist search, then a walk along the
+    /// bottom level, so a scan pays one search per batch rather than per cell.
+    pub(crate) fn fill(
+        &self,
+        from: Bound<&CellKey>,
+        end: Bound<&CellKey>,
+        read_point: u64,
+        max: usize,
+        out: &mut VecDeque<Cell>,
+    ) {
+        let mut entry = match from {
+            Bound::Unbounded => self.cells.front(),
+            bound => self.cells.lower_bound(bound),
+        };
+        let mut taken = 0;
+        while let Some(current) = entry {
+            let past_end = match end {
+                Bound::Included(end) => current.key() > end,
+                Bound::Excluded(end) => current.key() >= end,
+                Bound::Unbounded => false,
+            };
+            if past_end {
+                return;
+            }
+            if current.key().sequence_id() <= read_point {
+                out.push_back(Cell::from_parts(
+                    current.key().clone(),
+                    current.value().clone(),
+                ));
+                taken += 1;
+                if taken == max {
+                    return;
+                }
+            }
+            entry = current.next();
+        }
+    }
+
+    /// The MSLAB chunks, for the pool; a segment is cleared after its flush and takes no more
+    /// cells.
+    pub(crate) fn take_chunks(&self) -> Vec<bytes::BytesMut> {
+        self.mslab
+            .as_ref()
+            .map(Mslab::take_chunks)
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,227 @@
+//! Unit tests: ordering, read points, snapshots, sizes, and MSLAB chunk lifetime.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use keel_cell::{Cell, CellKey};
+
+use crate::{ChunkPool, MemStore, MemStoreError, MemStoreOptions, SegmentSize};
+
+fn cell(row: &str, qualifier: &str, timestamp: i64, sequence_id: u64, value: &str) -> Cell {
+    let mut cell = Cell::put(
+        Bytes::copy_from_slice(row.as_bytes()),
+        "f",
+        Bytes::copy_from_slice(qualifier.as_bytes()),
+        timestamp,
+        Bytes::copy_from_slice(value.as_bytes()),
+    )
+    .expect("valid cell");
+    cell.set_sequence_id(sequence_id);
+    cell
+}
+
+fn small_chunks(mslab: bool) -> MemStoreOptions {
+    MemStoreOptions {
+        mslab,
+        chunk_size: 256,
+        max_copied_cell: 64,
+    }
+}
+
+#[test]
+fn scan_is_ordered_and_hides_cells_above_the_read_point() {
+    let memstore = MemStore::new(MemStoreOptions::default());
+    memstore.add([
+        cell("b", "q", 1, 3, "b1"),
+        cell("a", "q", 1, 1, "a1"),
+        cell("a", "q", 2, 2, "a2"),
+    ]);
+    let values = |read_point| -> Vec<Bytes> {
+        memstore
+            .scanner(.., read_point)
+            .map(|cell| cell.value().clone())
+            .collect()
+    };
+    assert_eq!(values(0), Vec::<Bytes>::new());
+    assert_eq!(values(1), vec![Bytes::from("a1")]);
+    assert_eq!(values(2), vec![Bytes::from("a2"), Bytes::from("a1")]);
+    assert_eq!(
+        values(3),
+        vec![Bytes::from("a2"), Bytes::from("a1"), Bytes::from("b1")]
+    );
+}
+
+#[test]
+fn get_returns_one_column_newest_first() {
+    let memstore = MemStore::new(MemStoreOptions::default());
+    memstore.add([
+        cell("r", "a", 1, 1, "a1"),
+        cell("r", "b", 1, 2, "b1"),
+        cell("r", "b", 5, 3, "b5"),
+        cell("s", "b", 1, 4, "s"),
+    ]);
+    let got = memstore.get(&"r".into(), &"f".into(), &"b".into(), 10);
+    let values: Vec<_> = got.iter().map(|cell| cell.value().clone()).collect();
+    assert_eq!(values, vec![Bytes::from("b5"), Bytes::from("b1")]);
+    assert!(memstore.get(&"r".into(), &"f".into(), &"b".into(), 2).len() == 1);
+}
+
+#[test]
+fn seek_and_peek_move_the_scanner() {
+    let memstore = MemStore::new(MemStoreOptions::default());
+    memstore.add((0..10).map(|i| cell(&format!("r{i}"), "q", 1, 1, "v")));
+    let mut scanner = memstore.scanner(.., 1);
+    scanner.seek(&CellKey::first_on_row("r5"));
+    assert_eq!(scanner.peek().map(|c| c.row().clone()), Some("r5".into()));
+    assert_eq!(scanner.next().map(|c| c.row().clone()), Some("r5".into()));
+    scanner.seek(&CellKey::first_on_row("r2"));
+    assert_eq!(scanner.next().map(|c| c.row().clone()), Some("r2".into()));
+    let bounded: Vec<_> = memstore
+        .scanner(CellKey::first_on_row("r3")..CellKey::first_on_row("r6"), 1)
+        .map(|c| c.row().clone())
+        .collect();
+    assert_eq!(bounded, vec![Bytes::from("r3"), "r4".into(), "r5".into()]);
+}
+
+#[test]
+fn snapshot_is_seen_until_cleared_and_repeats_while_pending() {
+    let memstore = MemStore::new(MemStoreOptions::default());
+    memstore.add([cell("a", "q", 1, 1, "old")]);
+    let snapshot = memstore.snapshot();
+    memstore.add([cell("b", "q", 1, 2, "new")]);
+    assert_eq!(memstore.scanner(.., 2).count(), 2, "active + snapshot");
+    assert_eq!(snapshot.scanner().count(), 1);
+
+    let again = memstore.snapshot();
+    assert_eq!(
+        again.id(),
+        snapshot.id(),
+        "a failed flush retries the same one"
+    );
+    assert_eq!(again.scanner().count(), 1);
+
+    assert_eq!(
+        memstore.clear_snapshot(snapshot.id() + 7),
+        Err(MemStoreError::NoSuchSnapshot {
+            id: snapshot.id() + 7,
+            pending: Some(snapshot.id())
+        })
+    );
+    let released = memstore.clear_snapshot(snapshot.id()).expect("pending");
+    assert_eq!(released.cell_count, 1);
+    assert_eq!(memstore.scanner(.., 2).count(), 1);
+    assert!(memstore.clear_snapshot(snapshot.id()).is_err());
+    let next = memstore.snapshot();
+    assert_ne!(next.id(), snapshot.id());
+    assert_eq!(next.size().cell_count, 1);
+}
+
+#[test]
+fn the_newest_segment_wins_on_an_identical_key() {
+    let memstore = MemStore::new(MemStoreOptions::default());
+    memstore.add([cell("a", "q", 1, 1, "first")]);
+    let _snapshot = memstore.snapshot();
+    memstore.add([cell("a", "q", 1, 1, "second")]);
+    let values: Vec<_> = memstore.scanner(.., 1).map(|c| c.value().clone()).collect();
+    assert_eq!(values, vec![Bytes::from("second")]);
+}
+
+#[test]
+fn sizes_track_adds_snapshots_and_clears() {
+    let memstore = MemStore::new(MemStoreOptions::default());
+    assert_eq!(memstore.size(), SegmentSize::EMPTY);
+    memstore.add([cell("row", "q", 7, 5, "value"), cell("r", "qq", 3, 9, "v")]);
+    let size = memstore.active_size();
+    assert_eq!(size.cell_count, 2);
+    assert_eq!(size.data_bytes, (3 + 1 + 1 + 5) + (1 + 1 + 2 + 1));
+    assert_eq!(size.overhead_bytes, 2 * crate::CELL_OVERHEAD_BYTES);
+    assert_eq!((size.min_timestamp, size.max_timestamp), (3, 7));
+    assert_eq!(size.min_sequence_id, 5);
+    let snapshot = memstore.snapshot();
+    assert_eq!(snapshot.size(), size);
+    assert_eq!(memstore.active_size(), SegmentSize::EMPTY);
+    assert_eq!(memstore.snapshot_size(), size);
+    memstore.clear_snapshot(snapshot.id()).expect("pending");
+    assert_eq!(memstore.size(), SegmentSize::EMPTY);
+}
+
+#[test]
+fn mslab_cells_share_chunks_and_big_cells_do_not() {
+    let memstore = MemStore::new(small_chunks(true));
+    memstore.add((0..20).map(|i| cell(&format!("r{i:02}"), "q", 1, 1, "0123456789")));
+    // 20 cells × 15 bytes = 300 bytes: two 256-byte chunks.
+    assert_eq!(memstore.chunk_pool().stats().created, 2);
+    memstore.add([cell("big", "q", 1, 1, &"x".repeat(100))]);
+    assert_eq!(
+        memstore.chunk_pool().stats().created,
+        2,
+        "over max_copied_cell"
+    );
+    let off = MemStore::new(small_chunks(false));
+    off.add((0..20).map(|i| cell(&format!("r{i:02}"), "q", 1, 1, "0123456789")));
+    assert_eq!(off.chunk_pool().stats().created, 0);
+    assert_eq!(off.scanner(.., 1).count(), 20);
+}
+
+#[test]
+fn stored_cells_do_not_pin_the_callers_buffer() {
+    for mslab in [true, false] {
+        let memstore = MemStore::new(small_chunks(mslab));
+        let request = Bytes::from(vec![b'v'; 40]);
+        let mut put = Cell::put("r", "f", "q", 1, request.slice(0..10)).expect("valid");
+        put.set_sequence_id(1);
+        memstore.add([put]);
+        assert!(
+            request.is_unique(),
+            "mslab={mslab}: the request buffer is free again"
+        );
+    }
+}
+
+#[test]
+fn chunks_are_reused_only_after_every_reader_lets_go() {
+    let pool = Arc::new(ChunkPool::new(256, 8));
+    let memstore = MemStore::with_pool(small_chunks(true), Arc::clone(&pool));
+    memstore.add((0..10).map(|i| cell(&format!("r{i}"), "q", 1, 1, "0123456789")));
+    let mut reader = memstore.scanner(.., 1);
+    let held = reader.next().expect("a cell");
+    let snapshot = memstore.snapshot();
+    memstore.clear_snapshot(snapshot.id()).expect("pending");
+    drop(snapshot);
+    assert_eq!(pool.stats().pooled, 1);
+
+    // New writes must not reuse the chunk the reader still points into.
+    memstore.add((0..10).map(|i| cell(&format!("w{i}"), "q", 1, 2, "ZZZZZZZZZZ")));
+    assert_eq!(pool.stats().reused, 0);
+    assert_eq!(held.value().as_ref(), b"0123456789");
+    assert_eq!(
+        reader.count(),
+        9,
+        "an open scanner still reads the cleared snapshot"
+    );
+    drop(held);
+
+    let snapshot = memstore.snapshot();
+    memstore.clear_snapshot(snapshot.id()).expect("pending");
+    drop(snapshot);
+    memstore.add([cell("again", "q", 1, 3, "v")]);
+    assert_eq!(
+        pool.stats().reused,
+        1,
+        "free now: reused instead of allocated"
+    );
+}
+
+#[test]
+fn the_pool_keeps_at_most_its_bound() {
+    let pool = Arc::new(ChunkPool::new(64, 2));
+    let memstore = MemStore::with_pool(small_chunks(true), Arc::clone(&pool));
+    memstore.add((0..40).map(|i| cell(&format!("r{i:02}"), "q", 1, 1, "0123456789")));
+    let created = pool.stats().created;
+    assert!(created > 2, "{created}");
+    let snapshot = memstore.snapshot();
+    memstore.clear_snapshot(snapshot.id()).expect("pending");
+    let stats = pool.stats();
+    assert_eq!(stats.pooled, 2);
+    assert_eq!(stats.discarded, created - 2);
+}

@@ -1,0 +1,161 @@
+//! keel-memstore against a `BTreeMap` oracle: random adds, snapshots, clears and scans at random
+//! read points, with MSLAB on (tiny chunks, so chunk turnover happens) and off.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use keel_cell::{Cell, CellKey};
+use keel_memstore::{MemStore, MemStoreOptions};
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Add(Vec<Cell>),
+    Snapshot,
+    Clear,
+    Scan {
+        read_point: u64,
+        from: Option<CellKey>,
+    },
+}
+
+fn small_cell() -> impl Strategy<Value = Cell> {
+    (
+        0u8..6,
+        0u8..3,
+        0i64..4,
+        0u64..12,
+        prop::collection::vec(any::<u8>(), 0..40),
+    )
+        .prop_map(|(row, qualifier, timestamp, sequence_id, value)| {
+            let mut cell = Cell::put(
+                vec![b'r', row],
+                "f",
+                vec![b'q', qualifier],
+                timestamp,
+                value,
+            )
+            .expect("valid cell");
+            cell.set_sequence_id(sequence_id);
+            cell
+        })
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => prop::collection::vec(small_cell(), 1..6).prop_map(Op::Add),
+        1 => Just(Op::Snapshot),
+        1 => Just(Op::Clear),
+        2 => (0u64..14, prop::option::of(small_cell())).prop_map(|(read_point, from)| Op::Scan {
+            read_point,
+            from: from.map(|cell| cell.key().clone()),
+        }),
+    ]
+}
+
+/// The oracle: cells of the active part and of the pending snapshot.
+#[derive(Default)]
+struct Oracle {
+    active: BTreeMap<CellKey, Bytes>,
+    snapshot: Option<BTreeMap<CellKey, Bytes>>,
+}
+
+impl Oracle {
+    fn visible(&self, read_point: u64, from: Option<&CellKey>) -> Vec<(CellKey, Bytes)> {
+        let mut merged = self.snapshot.clone().unwrap_or_default();
+        merged.extend(self.active.iter().map(|(k, v)| (k.clone(), v.clone())));
+        merged
+            .into_iter()
+            .filter(|(key, _)| key.sequence_id() <= read_point)
+            .filter(|(key, _)| from.is_none_or(|from| key >= from))
+            .collect()
+    }
+}
+
+fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
+    let memstore = MemStore::new(MemStoreOptions {
+        mslab,
+        chunk_size: 128,
+        max_copied_cell: 48,
+    });
+    let mut oracle = Oracle::default();
+    let mut pending = None;
+    for op in ops {
+        match op {
+            Op::Add(cells) => {
+                for cell in &cells {
+                    oracle
+                        .active
+                        .insert(cell.key().clone(), cell.value().clone());
+                }
+                memstore.add(cells);
+            }
+            Op::Snapshot => {
+                let snapshot = memstore.snapshot();
+                if oracle.snapshot.is_none() {
+                    oracle.snapshot = Some(std::mem::take(&mut oracle.active));
+                }
+                let expected = oracle.snapshot.clone().unwrap_or_default();
+                let got: Vec<_> = snapshot.scanner().map(Cell::into_parts).collect();
+                prop_assert_eq!(got, expected.into_iter().collect::<Vec<_>>());
+                prop_assert_eq!(
+                    snapshot.size().cell_count,
+                    snapshot.scanner().count() as u64
+                );
+                pending = Some(snapshot.id());
+            }
+            Op::Clear => {
+                let result = memstore.clear_snapshot(pending.unwrap_or(0));
+                prop_assert_eq!(result.is_ok(), oracle.snapshot.is_some());
+                oracle.snapshot = None;
+                pending = None;
+            }
+            Op::Scan { read_point, from } => {
+                let expected = oracle.visible(read_point, from.as_ref());
+                let got: Vec<_> = match &from {
+                    Some(from) => memstore.scanner(from.clone().., read_point),
+                    None => memstore.scanner(.., read_point),
+                }
+                .map(Cell::into_parts)
+                .collect();
+                prop_assert_eq!(got, expected);
+            }
+        }
+        let data_bytes = |cells: &BTreeMap<CellKey, Bytes>| -> u64 {
+            cells
+                .iter()
+                .map(|(k, v)| {
+                    (k.row().len() + k.family().len() + k.qualifier().len() + v.len()) as u64
+                })
+                .sum()
+        };
+        let active = memstore.active_size();
+        prop_assert_eq!(active.cell_count, oracle.active.len() as u64);
+        prop_assert_eq!(active.data_bytes, data_bytes(&oracle.active));
+        let snapshot = oracle.snapshot.clone().unwrap_or_default();
+        prop_assert_eq!(memstore.snapshot_size().cell_count, snapshot.len() as u64);
+        prop_assert_eq!(memstore.snapshot_size().data_bytes, data_bytes(&snapshot));
+        let min_seq = oracle
+            .active
+            .keys()
+            .map(CellKey::sequence_id)
+            .min()
+            .unwrap_or(u64::MAX);
+        prop_assert_eq!(active.min_sequence_id, min_seq);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn memstore_matches_the_oracle_with_mslab(ops in prop::collection::vec(op(), 1..40)) {
+        run(ops, true)?;
+    }
+
+    #[test]
+    fn memstore_matches_the_oracle_without_mslab(ops in prop::collection::vec(op(), 1..40)) {
+        run(ops, false)?;
+    }
+}
