@@ -330,13 +330,21 @@ mod tests {
         k.set_sequence_id(8);
         let storage = Bytes::from_static(b"rowfq");
         let moved = k
-            .with_storage(storage.slice(0..3), storage.slice(3..4), storage.slice(4..5))
+            .with_storage(
+                storage.slice(0..3),
+                storage.slice(3..4),
+                storage.slice(4..5),
+            )
             .expect("same bytes");
         assert_eq!(moved, k);
         assert_eq!(moved.sequence_id(), 8);
         assert_eq!(moved.row().as_ptr(), storage.as_ptr());
         assert_eq!(
-            k.with_storage(storage.slice(0..3), storage.slice(3..4), storage.slice(3..4)),
+            k.with_storage(
+                storage.slice(0..3),
+                storage.slice(3..4),
+                storage.slice(3..4)
+            ),
             None
         );
     }

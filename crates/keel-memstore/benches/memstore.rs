@@ -56,6 +56,10 @@ trait Store: Send + Sync {
     fn insert(&self, cell: Cell);
     /// Reads up to `limit` cells from `from`; returns how many bytes of value were seen.
     fn scan(&self, from: &CellKey, limit: usize) -> usize;
+    /// As `scan`, borrowing cells where the store can (keel-memstore's `visit`).
+    fn scan_borrowed(&self, from: &CellKey, limit: usize) -> usize {
+        self.scan(from, limit)
+    }
     fn get(&self, key: &CellKey) -> bool;
 }
 
@@ -68,6 +72,19 @@ impl Store for MemStore {
             .take(limit)
             .map(|c| c.value().len())
             .sum()
+    }
+    fn scan_borrowed(&self, from: &CellKey, limit: usize) -> usize {
+        let (mut bytes, mut left) = (0, limit);
+        self.visit(from.clone().., u64::MAX, |_, value| {
+            bytes += value.len();
+            left -= 1;
+            if left == 0 {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        });
+        bytes
     }
     fn get(&self, key: &CellKey) -> bool {
         !MemStore::get(self, key.row(), key.family(), key.qualifier(), u64::MAX).is_empty()
@@ -178,9 +195,11 @@ struct OneOne {
     scan_p99_us: f64,
 }
 
-/// One writer inserting while one scanner reads 100-cell ranges from random rows.
+/// One writer inserting while one scanner reads 100-cell ranges from random rows (borrowing
+/// them when `kind` ends in `_visit`).
 fn one_writer_one_reader(kind: &str, cells: &[Cell], preload: &[Cell]) -> OneOne {
-    let store = make(kind);
+    let borrowed = kind.ends_with("_visit");
+    let store = make(kind.trim_end_matches("_visit"));
     preload.iter().for_each(|cell| store.insert(cell.clone()));
     let stop = AtomicBool::new(false);
     thread::scope(|scope| {
@@ -190,7 +209,11 @@ fn one_writer_one_reader(kind: &str, cells: &[Cell], preload: &[Cell]) -> OneOne
             while !stop.load(Ordering::Relaxed) {
                 let from = CellKey::first_on_row(format!("user{:019}", rng.random::<u64>()));
                 let started = Instant::now();
-                std::hint::black_box(store.scan(&from, 100));
+                if borrowed {
+                    std::hint::black_box(store.scan_borrowed(&from, 100));
+                } else {
+                    std::hint::black_box(store.scan(&from, 100));
+                }
                 latency
                     .record(started.elapsed().as_nanos() as u64)
                     .expect("record");
@@ -261,7 +284,7 @@ fn main() {
     );
     let preload = cells(loaded / 4, 100, 3);
     let mut one_one = BTreeMap::new();
-    for kind in ["memstore", "skiplist", "btreemap"] {
+    for kind in ["memstore", "memstore_visit", "skiplist", "btreemap"] {
         let best = (0..3)
             .map(|_| one_writer_one_reader(kind, &small, &preload))
             .max_by(|a, b| a.writer_rate.total_cmp(&b.writer_rate))
@@ -312,14 +335,18 @@ fn main() {
         let scan_started = Instant::now();
         let bytes = store.scan(&CellKey::first_on_row(""), usize::MAX);
         let scan_secs = scan_started.elapsed().as_secs_f64();
+        let visit_started = Instant::now();
+        let visited = store.scan_borrowed(&CellKey::first_on_row(""), usize::MAX);
+        let visit_secs = visit_started.elapsed().as_secs_f64();
         // Data bytes per cell: row 23 + family 1 + qualifier 6 + value 100.
         let mb = (all.len() * 130) as f64 / 1e6;
-        assert_eq!(bytes, all.len() * 100);
+        assert_eq!((bytes, visited), (all.len() * 100, all.len() * 100));
         println!(
-            "{kind:<20} get p50 {:>6} ns  p99 {:>6} ns   scan {:>8.1} MB/s",
+            "{kind:<20} get p50 {:>6} ns  p99 {:>6} ns   scan {:>8.1} MB/s  borrowed {:>8.1} MB/s",
             histogram.value_at_quantile(0.5),
             histogram.value_at_quantile(0.99),
-            mb / scan_secs
+            mb / scan_secs,
+            mb / visit_secs
         );
         get_p50.insert(kind, histogram.value_at_quantile(0.5) as f64);
         scan_rate.insert(kind, mb / scan_secs);

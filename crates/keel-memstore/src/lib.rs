@@ -7,6 +7,7 @@
 //! - [`MemStore::add`] takes cells with their sequence ids; [`MemStore::scanner`] and
 //!   [`MemStore::get`] return raw cells in order, hiding those above the read point. Delete and
 //!   version rules are the region's (it merges this scanner with store-file scanners).
+//!   [`MemStore::visit`] and [`Snapshot::visit`] walk the same cells borrowed, without cloning.
 //! - [`MemStore::snapshot`] freezes the active segment atomically with respect to writers; until
 //!   [`MemStore::clear_snapshot`], readers see both, and a second `snapshot` returns the pending one.
 //! - Sizes ([`SegmentSize`]) are atomics, readable any time without a lock.
@@ -43,6 +44,7 @@ mod memstore;
 mod options;
 mod scanner;
 mod segment;
+mod visit;
 
 #[cfg(test)]
 mod tests;

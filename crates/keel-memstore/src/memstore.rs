@@ -1,6 +1,6 @@
 //! The memstore: an active segment, at most one pending snapshot, and their sizes.
 
-use std::ops::RangeBounds;
+use std::ops::{ControlFlow, RangeBounds};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -51,6 +51,12 @@ impl Snapshot {
     /// Its sizes, fixed since it was taken.
     pub fn size(&self) -> SegmentSize {
         self.size
+    }
+
+    /// Calls `f` on every cell of the snapshot in order, borrowed, until it breaks: a flush's
+    /// cheapest read (no cell is cloned).
+    pub fn visit(&self, f: impl FnMut(&CellKey, &Bytes) -> ControlFlow<()>) {
+        crate::visit::visit(&[&self.segment], &.., u64::MAX, f);
     }
 
     /// Every cell of the snapshot in order, whatever its sequence id: what a flush writes.
@@ -130,6 +136,24 @@ impl MemStore {
             segments
         };
         MemStoreScanner::new(segments, range, read_point)
+    }
+
+    /// Calls `f` on the cells a [`MemStore::scanner`] with these arguments would return, in the
+    /// same order, borrowed instead of cloned, until `f` breaks. Cheaper for a caller that copies
+    /// what it reads anyway (a response encoder, a flush).
+    pub fn visit(
+        &self,
+        range: impl RangeBounds<CellKey>,
+        read_point: u64,
+        f: impl FnMut(&CellKey, &Bytes) -> ControlFlow<()>,
+    ) {
+        let (active, snapshot) = {
+            let guard = self.segments.read();
+            (Arc::clone(&guard.active), guard.snapshot.clone())
+        };
+        let mut segments: Vec<&Segment> = vec![&active];
+        segments.extend(snapshot.as_deref());
+        crate::visit::visit(&segments, &range, read_point, f);
     }
 
     /// Every version (and delete marker) of one column visible at `read_point`, newest first.

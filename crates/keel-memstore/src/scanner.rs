@@ -8,8 +8,12 @@ use keel_cell::{Cell, CellKey};
 
 use crate::segment::Segment;
 
-/// Cells fetched from a segment per skiplist search.
-const BATCH: usize = 64;
+/// Cells fetched from a segment by the first search after a seek: small, so a get or a short
+/// scan copies out little more than it returns.
+const FIRST_BATCH: usize = 16;
+
+/// The batch doubles with each refill up to this, so a long scan pays few searches.
+const MAX_BATCH: usize = 256;
 
 /// Cells of a memstore in CellComparator order, hiding every cell whose sequence id is above the
 /// read point. Raw cells: delete markers and every version are returned; the region applies
@@ -17,7 +21,8 @@ const BATCH: usize = 64;
 /// [`MemStoreScanner::peek`], [`Iterator::next`]).
 ///
 /// The scanner holds its segments, so a snapshot cleared meanwhile stays readable through it.
-/// It reads each segment in batches of up to 64 cells (one skiplist search per batch). Every
+/// It reads each segment in batches (16 cells after a seek, doubling to 256; one skiplist search
+/// per batch). Every
 /// cell at or below the read point is in the segment before the read point covers it (the
 /// region publishes a read point only after the write is applied), so batching never hides a
 /// visible cell.
@@ -27,6 +32,8 @@ pub struct MemStoreScanner {
     segments: Vec<Arc<Segment>>,
     /// Per segment: fetched cells not yet returned, and whether the segment may hold more.
     heads: Vec<(VecDeque<Cell>, bool)>,
+    /// Cells the next refill fetches.
+    batch: usize,
     end: Bound<CellKey>,
     read_point: u64,
 }
@@ -41,6 +48,7 @@ impl MemStoreScanner {
         let mut scanner = MemStoreScanner {
             segments,
             heads,
+            batch: FIRST_BATCH,
             end: range.end_bound().cloned(),
             read_point,
         };
@@ -66,30 +74,31 @@ impl MemStoreScanner {
     }
 
     fn position(&mut self, from: Bound<&CellKey>) {
+        self.batch = FIRST_BATCH;
         for (index, segment) in self.segments.iter().enumerate() {
             let (cells, more) = &mut self.heads[index];
             cells.clear();
-            segment.fill(from, self.end.as_ref(), self.read_point, BATCH, cells);
-            *more = cells.len() == BATCH;
+            segment.fill(from, self.end.as_ref(), self.read_point, self.batch, cells);
+            *more = cells.len() == self.batch;
         }
     }
 
-    /// Drops the front cell of segment `index`, fetching the next batch when it runs dry.
-    fn advance(&mut self, index: usize) {
+    /// Takes the front cell of segment `index`, fetching the next batch when it runs dry.
+    fn take_front(&mut self, index: usize) -> Option<Cell> {
         let (cells, more) = &mut self.heads[index];
-        let Some(last) = cells.pop_front() else {
-            return;
-        };
+        let cell = cells.pop_front()?;
         if cells.is_empty() && *more {
+            self.batch = (self.batch * 2).min(MAX_BATCH);
             self.segments[index].fill(
-                Bound::Excluded(last.key()),
+                Bound::Excluded(cell.key()),
                 self.end.as_ref(),
                 self.read_point,
-                BATCH,
+                self.batch,
                 cells,
             );
-            *more = cells.len() == BATCH;
+            *more = cells.len() == self.batch;
         }
+        Some(cell)
     }
 
     /// The segment whose head sorts first; the newest segment on ties.
@@ -119,22 +128,26 @@ impl Iterator for MemStoreScanner {
 
     fn next(&mut self) -> Option<Cell> {
         let index = self.smallest()?;
-        let cell = self.heads[index].0.front()?.clone();
-        if !self.within_end(cell.key()) {
+        if !self.heads[index]
+            .0
+            .front()
+            .is_some_and(|cell| self.within_end(cell.key()))
+        {
             self.heads.iter_mut().for_each(|(cells, more)| {
                 cells.clear();
                 *more = false;
             });
             return None;
         }
+        let cell = self.take_front(index)?;
         // Skip the same key in older segments (re-added after a snapshot): the newest wins.
-        for other in 0..self.heads.len() {
+        for other in index + 1..self.heads.len() {
             if self.heads[other]
                 .0
                 .front()
                 .is_some_and(|head| head.key() == cell.key())
             {
-                self.advance(other);
+                self.take_front(other);
             }
         }
         Some(cell)

@@ -81,12 +81,18 @@ impl SizeCounters {
     fn record(&self, key: &CellKey, data_bytes: u64) {
         self.data_bytes.fetch_add(data_bytes, Ordering::Relaxed);
         self.cell_count.fetch_add(1, Ordering::Relaxed);
-        self.min_timestamp
-            .fetch_min(key.timestamp(), Ordering::Relaxed);
-        self.max_timestamp
-            .fetch_max(key.timestamp(), Ordering::Relaxed);
-        self.min_sequence_id
-            .fetch_min(key.sequence_id(), Ordering::Relaxed);
+        // Look before writing: the bounds rarely move, and a load leaves the line shared.
+        let timestamp = key.timestamp();
+        if timestamp < self.min_timestamp.load(Ordering::Relaxed) {
+            self.min_timestamp.fetch_min(timestamp, Ordering::Relaxed);
+        }
+        if timestamp > self.max_timestamp.load(Ordering::Relaxed) {
+            self.max_timestamp.fetch_max(timestamp, Ordering::Relaxed);
+        }
+        if key.sequence_id() < self.min_sequence_id.load(Ordering::Relaxed) {
+            self.min_sequence_id
+                .fetch_min(key.sequence_id(), Ordering::Relaxed);
+        }
     }
 
     fn replace_value(&self, old_len: u64, new_len: u64) {
@@ -133,11 +139,6 @@ pub(crate) struct Segment {
     max_copied_cell: usize,
 }
 
-/// True if `ours` is non-empty and `theirs` is the very same memory.
-fn same_storage(ours: &Bytes, theirs: &Bytes) -> bool {
-    !ours.is_empty() && ours.as_ptr() == theirs.as_ptr()
-}
-
 fn data_len(key: &CellKey, value: &Bytes) -> usize {
     key.row().len() + key.family().len() + key.qualifier().len() + value.len()
 }
@@ -176,31 +177,18 @@ impl Segment {
         );
         let stored = stored.unwrap_or_else(|| key.clone());
         let value = copy.slice(qualifier_end..);
-        // One search in the common case: insert unless the key is present. Whether ours went in
-        // shows in the entry: a non-empty part of it lives in our copy. A cell with no bytes at
-        // all has no address to compare and takes a look first. Two adds of one identical key
-        // racing each other could both count it; only one writer owns a sequence id, so that
-        // does not happen in a region.
-        let replaced: Option<u64> = if len == 0 {
-            let present = self.cells.contains_key(&stored);
-            self.cells.insert(stored.clone(), value.clone());
-            present.then_some(0)
-        } else {
-            let entry = self.cells.get_or_insert(stored.clone(), value.clone());
-            let ours = same_storage(stored.row(), entry.key().row())
-                || same_storage(stored.family(), entry.key().family())
-                || same_storage(stored.qualifier(), entry.key().qualifier())
-                || same_storage(&value, entry.value());
-            let old_len = entry.value().len() as u64;
-            drop(entry);
-            if !ours {
-                self.cells.insert(stored.clone(), value.clone());
-            }
-            (!ours).then_some(old_len)
-        };
-        match replaced {
-            None => counters.record(&stored, len as u64),
-            Some(old_len) => counters.replace_value(old_len, value.len() as u64),
+        // One search: insert, replacing an identical key. The closure runs only when the key is
+        // present and notes the value it replaces, so the sizes stay exact even when two adds of
+        // one key race (the skiplist orders them: one inserts, the other replaces).
+        let value_len = value.len() as u64;
+        let replaced = std::cell::Cell::new(None);
+        let entry = self.cells.compare_insert(stored, value, |old| {
+            replaced.set(Some(old.len() as u64));
+            true
+        });
+        match replaced.get() {
+            None => counters.record(entry.key(), len as u64),
+            Some(old_len) => counters.replace_value(old_len, value_len),
         }
     }
 
@@ -241,6 +229,10 @@ impl Segment {
             }
             entry = current.next();
         }
+    }
+
+    pub(crate) fn cells(&self) -> &SkipMap<CellKey, Bytes> {
+        &self.cells
     }
 
     /// The MSLAB chunks, for the pool; a segment is cleared after its flush and takes no more

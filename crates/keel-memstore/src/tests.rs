@@ -225,3 +225,28 @@ fn the_pool_keeps_at_most_its_bound() {
     assert_eq!(stats.pooled, 2);
     assert_eq!(stats.discarded, created - 2);
 }
+
+#[test]
+fn visit_borrows_in_scanner_order_and_stops_on_break() {
+    let memstore = MemStore::new(MemStoreOptions::default());
+    memstore.add([cell("a", "q", 1, 1, "a"), cell("c", "q", 1, 1, "c")]);
+    let _snapshot = memstore.snapshot();
+    memstore.add([cell("b", "q", 1, 2, "b"), cell("d", "q", 1, 9, "hidden")]);
+    let mut seen = Vec::new();
+    memstore.visit(.., 5, |key, value| {
+        seen.push((key.row().clone(), value.clone()));
+        std::ops::ControlFlow::Continue(())
+    });
+    let rows: Vec<_> = seen.iter().map(|(row, _)| row.clone()).collect();
+    assert_eq!(rows, vec![Bytes::from("a"), "b".into(), "c".into()]);
+    let mut first_two = 0;
+    memstore.visit(.., 5, |_, _| {
+        first_two += 1;
+        if first_two == 2 {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    });
+    assert_eq!(first_two, 2);
+}

@@ -97,7 +97,14 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                 }
                 let expected = oracle.snapshot.clone().unwrap_or_default();
                 let got: Vec<_> = snapshot.scanner().map(Cell::into_parts).collect();
-                prop_assert_eq!(got, expected.into_iter().collect::<Vec<_>>());
+                let expected: Vec<_> = expected.into_iter().collect();
+                prop_assert_eq!(&got, &expected);
+                let mut visited = Vec::new();
+                snapshot.visit(|key, value| {
+                    visited.push((key.clone(), value.clone()));
+                    std::ops::ControlFlow::Continue(())
+                });
+                prop_assert_eq!(visited, expected);
                 prop_assert_eq!(
                     snapshot.size().cell_count,
                     snapshot.scanner().count() as u64
@@ -118,7 +125,17 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                 }
                 .map(Cell::into_parts)
                 .collect();
-                prop_assert_eq!(got, expected);
+                prop_assert_eq!(&got, &expected);
+                let mut visited = Vec::new();
+                let mut collect = |key: &CellKey, value: &Bytes| {
+                    visited.push((key.clone(), value.clone()));
+                    std::ops::ControlFlow::Continue(())
+                };
+                match &from {
+                    Some(from) => memstore.visit(from.clone().., read_point, &mut collect),
+                    None => memstore.visit(.., read_point, &mut collect),
+                }
+                prop_assert_eq!(visited, expected);
             }
         }
         let data_bytes = |cells: &BTreeMap<CellKey, Bytes>| -> u64 {

@@ -78,7 +78,17 @@ fn run(mslab: bool) {
                 let mut scans = 0;
                 while !done.load(Ordering::Acquire) || scans < 3 {
                     let read_point = sequencer.read_point.load(Ordering::Acquire);
-                    let cells: Vec<Cell> = memstore.scanner(.., read_point).collect();
+                    // Alternate the owned scanner and the borrowed visit.
+                    let cells: Vec<Cell> = if scans % 2 == 0 {
+                        memstore.scanner(.., read_point).collect()
+                    } else {
+                        let mut cells = Vec::new();
+                        memstore.visit(.., read_point, |key, value| {
+                            cells.push(Cell::from_parts(key.clone(), value.clone()));
+                            std::ops::ControlFlow::Continue(())
+                        });
+                        cells
+                    };
                     // Cells flushed and cleared before the scanner opened are legitimately gone;
                     // the flusher records them before clearing, so reading this after opening
                     // covers every such cell.

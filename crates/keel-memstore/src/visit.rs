@@ -1,0 +1,78 @@
+//! Borrowed reads: walking segments in order without cloning cells.
+//!
+//! A [`crate::MemStoreScanner`] returns owned cells; each is four reference-counted handles, and
+//! with MSLAB every cell of a chunk shares one count, so cloning and dropping them is most of a
+//! scan's cost. A visit hands the caller borrowed keys and values instead: what a flush (which
+//! copies them into blocks anyway) or a response encoder needs.
+
+use std::ops::{Bound, ControlFlow, RangeBounds};
+
+use bytes::Bytes;
+use crossbeam_skiplist::map::Entry;
+use keel_cell::CellKey;
+
+use crate::segment::Segment;
+
+/// Calls `f` on every cell of `segments` (newest first) in `range` visible at `read_point`, in
+/// order, the newest segment's cell only on an identical key, until `f` breaks.
+pub(crate) fn visit(
+    segments: &[&Segment],
+    range: &impl RangeBounds<CellKey>,
+    read_point: u64,
+    mut f: impl FnMut(&CellKey, &Bytes) -> ControlFlow<()>,
+) {
+    let mut heads: Vec<Option<Entry<'_, CellKey, Bytes>>> = segments
+        .iter()
+        .map(|segment| visible(segment.first_entry(range.start_bound()), read_point))
+        .collect();
+    loop {
+        let mut best: Option<usize> = None;
+        for (index, head) in heads.iter().enumerate() {
+            if let Some(entry) = head
+                && best.is_none_or(|b| heads[b].as_ref().is_none_or(|e| entry.key() < e.key()))
+            {
+                best = Some(index);
+            }
+        }
+        let Some(index) = best else { return };
+        let Some(entry) = heads[index].take() else {
+            return;
+        };
+        if !range.contains(entry.key()) {
+            return;
+        }
+        if f(entry.key(), entry.value()).is_break() {
+            return;
+        }
+        for older in &mut heads[index + 1..] {
+            if older.as_ref().is_some_and(|head| head.key() == entry.key()) {
+                let skipped = older.take();
+                *older = visible(skipped.and_then(|e| e.next()), read_point);
+            }
+        }
+        heads[index] = visible(entry.next(), read_point);
+    }
+}
+
+/// `entry` or the first entry after it whose sequence id is at most `read_point`.
+fn visible<'a>(
+    mut entry: Option<Entry<'a, CellKey, Bytes>>,
+    read_point: u64,
+) -> Option<Entry<'a, CellKey, Bytes>> {
+    while let Some(current) = entry {
+        if current.key().sequence_id() <= read_point {
+            return Some(current);
+        }
+        entry = current.next();
+    }
+    None
+}
+
+impl Segment {
+    fn first_entry(&self, from: Bound<&CellKey>) -> Option<Entry<'_, CellKey, Bytes>> {
+        match from {
+            Bound::Unbounded => self.cells().front(),
+            bound => self.cells().lower_bound(bound),
+        }
+    }
+}
