@@ -106,11 +106,7 @@ impl Store for LockedBTree {
             .sum()
     }
     fn get(&self, key: &CellKey) -> bool {
-        let first = CellKey::first_on_column(
-            key.row().clone(),
-            key.family().clone(),
-            key.qualifier().clone(),
-        );
+        let first = first_on_column_of(key);
         let map = self.0.read();
         map.range(first..)
             .next()
@@ -133,15 +129,20 @@ impl Store for BareSkipList {
             .sum()
     }
     fn get(&self, key: &CellKey) -> bool {
-        let first = CellKey::first_on_column(
-            key.row().clone(),
-            key.family().clone(),
-            key.qualifier().clone(),
-        );
+        let first = first_on_column_of(key);
         self.0
             .lower_bound(std::ops::Bound::Included(&first))
             .is_some_and(|e| e.key().row() == key.row())
     }
+}
+
+/// The seek key for `key`'s column.
+fn first_on_column_of(key: &CellKey) -> CellKey {
+    CellKey::first_on_column(
+        key.row().clone(),
+        key.family().clone(),
+        key.qualifier().clone(),
+    )
 }
 
 fn make(kind: &str) -> Arc<dyn Store> {

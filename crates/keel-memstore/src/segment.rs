@@ -2,11 +2,12 @@
 
 use std::collections::VecDeque;
 use std::mem::size_of;
-use std::ops::Bound;
+use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use bytes::Bytes;
 use crossbeam_skiplist::SkipMap;
+use crossbeam_skiplist::map::Entry;
 use keel_cell::{Cell, CellKey};
 
 use crate::chunk::{ChunkPool, Mslab};
@@ -203,36 +204,31 @@ impl Segment {
         max: usize,
         out: &mut VecDeque<Cell>,
     ) {
-        let mut entry = match from {
-            Bound::Unbounded => self.cells.front(),
-            bound => self.cells.lower_bound(bound),
-        };
+        let range = (from, end);
+        let mut entry = visible(self.first_entry(from), read_point);
         let mut taken = 0;
         while let Some(current) = entry {
-            let past_end = match end {
-                Bound::Included(end) => current.key() > end,
-                Bound::Excluded(end) => current.key() >= end,
-                Bound::Unbounded => false,
-            };
-            if past_end {
+            if !range.contains(current.key()) {
                 return;
             }
-            if current.key().sequence_id() <= read_point {
-                out.push_back(Cell::from_parts(
-                    current.key().clone(),
-                    current.value().clone(),
-                ));
-                taken += 1;
-                if taken == max {
-                    return;
-                }
+            out.push_back(Cell::from_parts(
+                current.key().clone(),
+                current.value().clone(),
+            ));
+            taken += 1;
+            if taken == max {
+                return;
             }
-            entry = current.next();
+            entry = visible(current.next(), read_point);
         }
     }
 
-    pub(crate) fn cells(&self) -> &SkipMap<CellKey, Bytes> {
-        &self.cells
+    /// The first entry at `from` (or the segment's first when unbounded), visible or not.
+    pub(crate) fn first_entry(&self, from: Bound<&CellKey>) -> Option<Entry<'_, CellKey, Bytes>> {
+        match from {
+            Bound::Unbounded => self.cells.front(),
+            bound => self.cells.lower_bound(bound),
+        }
     }
 
     /// The MSLAB chunks, for the pool; a segment is cleared after its flush and takes no more
@@ -243,4 +239,18 @@ impl Segment {
             .map(Mslab::take_chunks)
             .unwrap_or_default()
     }
+}
+
+/// `entry` or the first entry after it whose sequence id is at most `read_point`.
+pub(crate) fn visible(
+    mut entry: Option<Entry<'_, CellKey, Bytes>>,
+    read_point: u64,
+) -> Option<Entry<'_, CellKey, Bytes>> {
+    while let Some(current) = entry {
+        if current.key().sequence_id() <= read_point {
+            return Some(current);
+        }
+        entry = current.next();
+    }
+    None
 }

@@ -5,13 +5,13 @@
 //! scan's cost. A visit hands the caller borrowed keys and values instead: what a flush (which
 //! copies them into blocks anyway) or a response encoder needs.
 
-use std::ops::{Bound, ControlFlow, RangeBounds};
+use std::ops::{ControlFlow, RangeBounds};
 
 use bytes::Bytes;
 use crossbeam_skiplist::map::Entry;
 use keel_cell::CellKey;
 
-use crate::segment::Segment;
+use crate::segment::{Segment, visible};
 
 /// Calls `f` on every cell of `segments` (newest first) in `range` visible at `read_point`, in
 /// order, the newest segment's cell only on an identical key, until `f` breaks.
@@ -51,28 +51,5 @@ pub(crate) fn visit(
             }
         }
         heads[index] = visible(entry.next(), read_point);
-    }
-}
-
-/// `entry` or the first entry after it whose sequence id is at most `read_point`.
-fn visible<'a>(
-    mut entry: Option<Entry<'a, CellKey, Bytes>>,
-    read_point: u64,
-) -> Option<Entry<'a, CellKey, Bytes>> {
-    while let Some(current) = entry {
-        if current.key().sequence_id() <= read_point {
-            return Some(current);
-        }
-        entry = current.next();
-    }
-    None
-}
-
-impl Segment {
-    fn first_entry(&self, from: Bound<&CellKey>) -> Option<Entry<'_, CellKey, Bytes>> {
-        match from {
-            Bound::Unbounded => self.cells().front(),
-            bound => self.cells().lower_bound(bound),
-        }
     }
 }
