@@ -9,7 +9,8 @@
 //!   version rules are the region's (it merges this scanner with store-file scanners).
 //!   [`MemStore::visit`] and [`Snapshot::visit`] walk the same cells borrowed, without cloning.
 //! - [`MemStore::snapshot`] freezes the active segment atomically with respect to writers; until
-//!   [`MemStore::clear_snapshot`], readers see both, and a second `snapshot` returns the pending one.
+//!   [`MemStore::clear_snapshot`], readers see both, and a second `snapshot` returns the pending
+//!   one.
 //! - Sizes ([`SegmentSize`]) are atomics, readable any time without a lock.
 //! - MSLAB: cell bytes are copied into 2 MiB chunks from a bounded shared [`ChunkPool`]; a chunk
 //!   is reused only once no reader holds a cell from it. [`MemStoreOptions::mslab`] switches it off

@@ -17,8 +17,8 @@ const MAX_BATCH: usize = 256;
 
 /// Cells of a memstore in CellComparator order, hiding every cell whose sequence id is above the
 /// read point. Raw cells: delete markers and every version are returned; the region applies
-/// delete and version rules when it merges this with store-file scanners ([`MemStoreScanner::seek`],
-/// [`MemStoreScanner::peek`], [`Iterator::next`]).
+/// delete and version rules when it merges this with store-file scanners
+/// ([`MemStoreScanner::seek`], [`MemStoreScanner::peek`], [`Iterator::next`]).
 ///
 /// The scanner holds its segments, so a snapshot cleared meanwhile stays readable through it.
 /// It reads each segment in batches (16 cells after a seek, doubling to 256; one skiplist search

@@ -176,6 +176,8 @@ impl Segment {
             copy.slice(row_end..family_end),
             copy.slice(family_end..qualifier_end),
         );
+        // The copy holds the very bytes of the key, so `with_storage` accepts it; keeping the
+        // original key is only a fallback that cannot lose data.
         let stored = stored.unwrap_or_else(|| key.clone());
         let value = copy.slice(qualifier_end..);
         // One search: insert, replacing an identical key. The closure runs only when the key is
@@ -193,9 +195,9 @@ impl Segment {
         }
     }
 
-    /// Appends to `out` up to `max` cells visible at `read_point`, in order, starting at `from`
-    /// (the segment's first cell when unbounded) and stopping before `end`: one skiplist search, then a walk along the
-    /// bottom level, so a scan pays one search per batch rather than per cell.
+    /// Appends to `out` up to `max` cells visible at `read_point`, in order, from `from` (the
+    /// segment's first cell when unbounded) until `end`: one skiplist search, then a walk along
+    /// the bottom level, so a scan pays one search per batch rather than per cell.
     pub(crate) fn fill(
         &self,
         from: Bound<&CellKey>,
