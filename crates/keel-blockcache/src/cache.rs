@@ -4,6 +4,7 @@
 use std::fmt;
 
 use bytes::Bytes;
+use keel_sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::id_lock::IdReadWriteLock;
 
@@ -119,5 +120,61 @@ pub trait BlockCache: Send + Sync + fmt::Debug {
         let block = loader()?;
         self.insert(key, block.clone(), in_memory);
         Ok(block)
+    }
+}
+
+/// The counters behind every cache's [`CacheStats`], kept one way for all of them.
+#[derive(Debug)]
+pub(crate) struct CacheCounters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    caching_hits: AtomicU64,
+    caching_misses: AtomicU64,
+    pub(crate) evictions: AtomicU64,
+    pub(crate) evicted_blocks: AtomicU64,
+    pub(crate) failed_inserts: AtomicU64,
+}
+
+impl CacheCounters {
+    pub(crate) fn new() -> CacheCounters {
+        CacheCounters {
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            caching_hits: AtomicU64::new(0),
+            caching_misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            evicted_blocks: AtomicU64::new(0),
+            failed_inserts: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts one lookup; a repeat lookup's miss is not counted again.
+    pub(crate) fn count_lookup(&self, found: bool, caching: bool, repeat: bool) {
+        match (found, caching) {
+            (true, true) => self.caching_hits.fetch_add(1, Relaxed),
+            (false, true) if !repeat => self.caching_misses.fetch_add(1, Relaxed),
+            _ => 0,
+        };
+        match found {
+            true => self.hits.fetch_add(1, Relaxed),
+            false if !repeat => self.misses.fetch_add(1, Relaxed),
+            false => 0,
+        };
+    }
+
+    /// The counters with the cache's current size, free bytes and block count.
+    pub(crate) fn stats(&self, size_bytes: u64, free_bytes: u64, blocks: u64) -> CacheStats {
+        CacheStats {
+            hits: self.hits.load(Relaxed),
+            misses: self.misses.load(Relaxed),
+            caching_hits: self.caching_hits.load(Relaxed),
+            caching_misses: self.caching_misses.load(Relaxed),
+            evictions: self.evictions.load(Relaxed),
+            evicted_blocks: self.evicted_blocks.load(Relaxed),
+            failed_inserts: self.failed_inserts.load(Relaxed),
+            size_bytes,
+            free_bytes,
+            blocks,
+        }
     }
 }

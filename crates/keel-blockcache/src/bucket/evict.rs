@@ -9,7 +9,7 @@ use crate::cache::{BlockKey, BlockPriority};
 
 impl Inner {
     pub(crate) fn free_space(&self) {
-        self.evictions.fetch_add(1, Relaxed);
+        self.counters.evictions.fetch_add(1, Relaxed);
         let (used, area) = {
             let allocator = self.allocator.lock();
             (allocator.used_bytes() as u64, allocator.area_len() as u64)
@@ -52,7 +52,7 @@ impl Inner {
                 }
                 if self.remove_entry(&key, Some(generation)).is_some() {
                     bucket_freed += slot;
-                    self.evicted_blocks.fetch_add(1, Relaxed);
+                    self.counters.evicted_blocks.fetch_add(1, Relaxed);
                 }
             }
             freed += bucket_freed;
@@ -66,7 +66,7 @@ impl Inner {
                 }
                 if self.remove_entry(&key, Some(generation)).is_some() {
                     freed += slot;
-                    self.evicted_blocks.fetch_add(1, Relaxed);
+                    self.counters.evicted_blocks.fetch_add(1, Relaxed);
                 }
             }
         }

@@ -24,7 +24,7 @@ use keel_sync::{CachePadded, Mutex};
 use self::allocator::Allocator;
 pub use self::allocator::DEFAULT_SIZE_CLASSES;
 use self::area::Area;
-use crate::cache::{BlockCache, BlockKey, BlockPriority, CacheStats};
+use crate::cache::{BlockCache, BlockKey, BlockPriority, CacheCounters, CacheStats};
 use crate::id_lock::{IdReadWriteLock, PoolKind};
 
 /// Where a bucket cache's area lives (HBase `hbase.bucketcache.ioengine`).
@@ -110,13 +110,7 @@ pub(crate) struct Inner {
     pub(crate) slot_locks: IdReadWriteLock<usize>,
     clock: CachePadded<AtomicU64>,
     pub(crate) stored_bytes: AtomicU64,
-    hits: AtomicU64,
-    misses: AtomicU64,
-    caching_hits: AtomicU64,
-    caching_misses: AtomicU64,
-    pub(crate) evictions: AtomicU64,
-    pub(crate) evicted_blocks: AtomicU64,
-    failed_inserts: AtomicU64,
+    pub(crate) counters: CacheCounters,
     blocks: AtomicU64,
     /// Blocks on the writer queues or being placed.
     queued: AtomicUsize,
@@ -153,13 +147,7 @@ impl BucketCache {
             slot_locks: IdReadWriteLock::new(options.id_lock_pool),
             clock: CachePadded(AtomicU64::new(0)),
             stored_bytes: AtomicU64::new(0),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-            caching_hits: AtomicU64::new(0),
-            caching_misses: AtomicU64::new(0),
-            evictions: AtomicU64::new(0),
-            evicted_blocks: AtomicU64::new(0),
-            failed_inserts: AtomicU64::new(0),
+            counters: CacheCounters::new(),
             blocks: AtomicU64::new(0),
             queued: AtomicUsize::new(0),
             options: options.clone(),
@@ -231,7 +219,7 @@ impl Inner {
             if self.ram[shard].lock().remove(&key).is_some() {
                 self.blocks.fetch_sub(1, Relaxed);
             }
-            self.failed_inserts.fetch_add(1, Relaxed);
+            self.counters.failed_inserts.fetch_add(1, Relaxed);
             return;
         };
         self.area.write(offset, &block);
@@ -312,16 +300,9 @@ impl BlockCache for BucketCache {
                 == Some(entry.generation);
             still.then(|| inner.area.read(entry.offset, entry.len))
         });
-        match (&found, caching) {
-            (Some(_), true) => inner.caching_hits.fetch_add(1, Relaxed),
-            (None, true) if !repeat => inner.caching_misses.fetch_add(1, Relaxed),
-            _ => 0,
-        };
-        match &found {
-            Some(_) => inner.hits.fetch_add(1, Relaxed),
-            None if !repeat => inner.misses.fetch_add(1, Relaxed),
-            None => 0,
-        };
+        inner
+            .counters
+            .count_lookup(found.is_some(), caching, repeat);
         found
     }
 
@@ -329,7 +310,7 @@ impl BlockCache for BucketCache {
         let inner = &self.inner;
         let fits = inner.allocator.lock().slot_size(block.len()).is_some();
         if !fits {
-            inner.failed_inserts.fetch_add(1, Relaxed);
+            inner.counters.failed_inserts.fetch_add(1, Relaxed);
             return false;
         }
         let shard = inner.shard_index(&key);
@@ -351,7 +332,7 @@ impl BlockCache for BucketCache {
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 inner.queued.fetch_sub(1, Relaxed);
                 inner.ram[shard].lock().remove(&key);
-                inner.failed_inserts.fetch_add(1, Relaxed);
+                inner.counters.failed_inserts.fetch_add(1, Relaxed);
                 false
             }
         }
@@ -392,18 +373,10 @@ impl BlockCache for BucketCache {
         let inner = &self.inner;
         let size_bytes = inner.stored_bytes.load(Relaxed);
         let capacity = inner.allocator.lock().area_len() as u64;
-        CacheStats {
-            hits: inner.hits.load(Relaxed),
-            misses: inner.misses.load(Relaxed),
-            caching_hits: inner.caching_hits.load(Relaxed),
-            caching_misses: inner.caching_misses.load(Relaxed),
-            evictions: inner.evictions.load(Relaxed),
-            evicted_blocks: inner.evicted_blocks.load(Relaxed),
-            failed_inserts: inner.failed_inserts.load(Relaxed),
-            size_bytes,
-            free_bytes: capacity.saturating_sub(inner.allocator.lock().used_bytes() as u64),
-            blocks: inner.blocks.load(Relaxed),
-        }
+        let free_bytes = capacity.saturating_sub(inner.allocator.lock().used_bytes() as u64);
+        inner
+            .counters
+            .stats(size_bytes, free_bytes, inner.blocks.load(Relaxed))
     }
 
     fn id_locks(&self) -> &IdReadWriteLock<BlockKey> {

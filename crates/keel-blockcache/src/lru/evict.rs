@@ -30,7 +30,7 @@ impl Inner {
         if size <= min_size {
             return 0;
         }
-        self.evictions.fetch_add(1, Relaxed);
+        self.counters.evictions.fetch_add(1, Relaxed);
         let bytes_to_free = size - min_size;
         let mut buckets: [Vec<Candidate>; 3] = [Vec::new(), Vec::new(), Vec::new()];
         for shard in self.shards.iter() {
@@ -88,7 +88,7 @@ impl Inner {
             *cursor += 1;
             if let Some(entry) = self.remove(&key) {
                 freed += entry.block.len() as u64;
-                self.evicted_blocks.fetch_add(1, Relaxed);
+                self.counters.evicted_blocks.fetch_add(1, Relaxed);
             }
         }
         freed

@@ -15,7 +15,7 @@ use keel_sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use keel_sync::thread::{JoinHandle, spawn_named};
 use keel_sync::{CachePadded, Condvar, Mutex};
 
-use crate::cache::{BlockCache, BlockKey, BlockPriority, CacheStats};
+use crate::cache::{BlockCache, BlockKey, BlockPriority, CacheCounters, CacheStats};
 use crate::id_lock::{IdReadWriteLock, PoolKind};
 
 /// Sizes and policy of an [`LruBlockCache`], with HBase's defaults.
@@ -85,13 +85,7 @@ pub(crate) struct Inner {
     pub(crate) size: CachePadded<AtomicU64>,
     pub(crate) blocks: AtomicU64,
     clock: CachePadded<AtomicU64>,
-    hits: AtomicU64,
-    misses: AtomicU64,
-    caching_hits: AtomicU64,
-    caching_misses: AtomicU64,
-    pub(crate) evictions: AtomicU64,
-    pub(crate) evicted_blocks: AtomicU64,
-    failed_inserts: AtomicU64,
+    pub(crate) counters: CacheCounters,
     wake: Mutex<bool>,
     wake_cond: Condvar,
     shutdown: AtomicBool,
@@ -117,13 +111,7 @@ impl LruBlockCache {
             size: CachePadded(AtomicU64::new(0)),
             blocks: AtomicU64::new(0),
             clock: CachePadded(AtomicU64::new(0)),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-            caching_hits: AtomicU64::new(0),
-            caching_misses: AtomicU64::new(0),
-            evictions: AtomicU64::new(0),
-            evicted_blocks: AtomicU64::new(0),
-            failed_inserts: AtomicU64::new(0),
+            counters: CacheCounters::new(),
             wake: Mutex::new(false),
             wake_cond: Condvar::new(),
             shutdown: AtomicBool::new(false),
@@ -201,16 +189,9 @@ impl BlockCache for LruBlockCache {
                 entry.block.clone()
             })
         };
-        match (&found, caching) {
-            (Some(_), true) => inner.caching_hits.fetch_add(1, Relaxed),
-            (None, true) if !repeat => inner.caching_misses.fetch_add(1, Relaxed),
-            _ => 0,
-        };
-        match &found {
-            Some(_) => inner.hits.fetch_add(1, Relaxed),
-            None if !repeat => inner.misses.fetch_add(1, Relaxed),
-            None => 0,
-        };
+        inner
+            .counters
+            .count_lookup(found.is_some(), caching, repeat);
         found
     }
 
@@ -220,7 +201,7 @@ impl BlockCache for LruBlockCache {
         let over_hard_limit =
             inner.size.load(Relaxed) + len > inner.limit(inner.options.hard_limit_factor);
         if block.len() > inner.options.max_block_size || over_hard_limit {
-            inner.failed_inserts.fetch_add(1, Relaxed);
+            inner.counters.failed_inserts.fetch_add(1, Relaxed);
             if over_hard_limit {
                 inner.signal();
             }
@@ -281,18 +262,11 @@ impl BlockCache for LruBlockCache {
     fn stats(&self) -> CacheStats {
         let inner = &self.inner;
         let size_bytes = inner.size.load(Relaxed);
-        CacheStats {
-            hits: inner.hits.load(Relaxed),
-            misses: inner.misses.load(Relaxed),
-            caching_hits: inner.caching_hits.load(Relaxed),
-            caching_misses: inner.caching_misses.load(Relaxed),
-            evictions: inner.evictions.load(Relaxed),
-            evicted_blocks: inner.evicted_blocks.load(Relaxed),
-            failed_inserts: inner.failed_inserts.load(Relaxed),
+        inner.counters.stats(
             size_bytes,
-            free_bytes: inner.options.capacity_bytes.saturating_sub(size_bytes),
-            blocks: inner.blocks.load(Relaxed),
-        }
+            inner.options.capacity_bytes.saturating_sub(size_bytes),
+            inner.blocks.load(Relaxed),
+        )
     }
 
     fn id_locks(&self) -> &IdReadWriteLock<BlockKey> {
