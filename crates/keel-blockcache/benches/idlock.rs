@@ -253,6 +253,21 @@ fn lru_section(quick: bool) {
     );
 }
 
+/// Runs each of `n` configurations once per round, rounds interleaved so that a noisy moment
+/// hits all alike, and keeps each one's best run (most reads per second).
+fn best_of_rounds(rounds: usize, n: usize, mut run: impl FnMut(usize) -> Result) -> Vec<Result> {
+    let mut best: Vec<Option<Result>> = (0..n).map(|_| None).collect();
+    for _ in 0..rounds.max(1) {
+        for (i, slot) in best.iter_mut().enumerate() {
+            let r = run(i);
+            if slot.as_ref().is_none_or(|b| r.reads_per_s > b.reads_per_s) {
+                *slot = Some(r);
+            }
+        }
+    }
+    best.into_iter().flatten().collect()
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (run_for, rounds) = if quick {
@@ -272,23 +287,7 @@ fn main() {
         ("strong", PoolKind::Strong),
         ("striped", PoolKind::Striped { stripes: 1024 }),
     ];
-    // Rounds interleave the pools so that a noisy moment hits all alike; best of each.
-    let mut best: Vec<Option<Result>> = (0..kinds.len()).map(|_| None).collect();
-    for _ in 0..rounds {
-        for (i, (_, kind)) in kinds.iter().enumerate() {
-            let r = run(*kind, &blocks, run_for);
-            if best[i]
-                .as_ref()
-                .is_none_or(|b| r.reads_per_s > b.reads_per_s)
-            {
-                best[i] = Some(r);
-            }
-        }
-    }
-    let rows: Vec<Result> = best
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| panic!("a round ran")))
-        .collect();
+    let rows = best_of_rounds(rounds, kinds.len(), |i| run(kinds[i].1, &blocks, run_for));
     println!(
         "{THREADS} threads, {BLOCKS} blocks of 1 KiB, zipfian (θ = 0.99), every read under its id read lock"
     );
@@ -311,22 +310,9 @@ fn main() {
     );
     let mut headline = None;
     for (area_name, area) in [("heap", AreaKind::Heap), ("mmap", mapped.clone())] {
-        let mut bucket: Vec<Option<Result>> = (0..kinds.len()).map(|_| None).collect();
-        for _ in 0..rounds {
-            for (i, (_, kind)) in kinds.iter().enumerate() {
-                let r = run_bucket(*kind, &area, run_for);
-                if bucket[i]
-                    .as_ref()
-                    .is_none_or(|b| r.reads_per_s > b.reads_per_s)
-                {
-                    bucket[i] = Some(r);
-                }
-            }
-        }
-        let bucket: Vec<Result> = bucket
-            .into_iter()
-            .map(|r| r.unwrap_or_else(|| panic!("a round ran")))
-            .collect();
+        let bucket = best_of_rounds(rounds, kinds.len(), |i| {
+            run_bucket(kinds[i].1, &area, run_for)
+        });
         println!();
         println!(
             "Bucket cache ({area_name} area), {BLOCKS} blocks of 1 KiB all cached, {THREADS} threads, zipfian:"
