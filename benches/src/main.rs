@@ -35,7 +35,7 @@ const EXPERIMENTS: &[Experiment] = &[
         name: "rpc-fastpath",
         hbase: "HBASE-26551",
         mechanism: "idle handlers on a stack take calls directly (keel-rpc)",
-        status: "planned",
+        status: "crate-level: cargo xtask bench rpc",
     },
     Experiment {
         name: "write-path",

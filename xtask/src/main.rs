@@ -54,6 +54,9 @@ enum Command {
         /// A shortened run (under a minute).
         #[arg(long)]
         quick: bool,
+        /// Draws the benchmark's last results as a chart instead of running it (rpc).
+        #[arg(long)]
+        plot: bool,
     },
     /// Runs the shuttle models (all, or one by name) under `--cfg shuttle`.
     Model {
@@ -84,7 +87,7 @@ fn main() -> ExitCode {
         Command::Doc => cmd::doc(),
         Command::Test { fast } => cmd::test(fast),
         Command::Tidy => run_tidy(),
-        Command::Bench { name, quick } => suites::bench(&name, quick),
+        Command::Bench { name, quick, plot } => suites::bench(&name, quick, plot),
         Command::Model { name, iterations } => suites::model(name.as_deref(), iterations),
         Command::Miri => suites::miri(),
         Command::Crash { name, rounds } => suites::crash(&name, rounds),

@@ -53,7 +53,16 @@ const BENCHES: &[Suite] = &[
         package: "keel-memstore",
         target: "memstore",
     },
+    Suite {
+        name: "rpc",
+        about: "HBASE-26551's experiment: FastPathRwQueue vs RwQueue, Balanced, FastPathBalanced, a channel",
+        package: "keel-rpc",
+        target: "rpc",
+    },
 ];
+
+/// Benchmarks whose binary takes `--plot` (draw the last run's CSV as an SVG chart).
+const PLOTS: &[&str] = &["rpc"];
 
 /// `cargo xtask miri`: the crates with `unsafe` code, whose unit tests Miri interprets.
 pub(crate) const MIRI_PACKAGES: &[&str] = &["keel-bufpool", "keel-blockcache"];
@@ -138,6 +147,12 @@ const MODELS: &[Suite] = &[
         package: "keel-blockcache",
         target: "model",
     },
+    Suite {
+        name: "rpc",
+        about: "keel-rpc: every call runs once, no call stranded beside a parked handler, shutdown",
+        package: "keel-rpc",
+        target: "model",
+    },
 ];
 
 fn find<'a>(table: &'a [Suite], kind: &str, name: &str) -> Result<&'a Suite, String> {
@@ -153,8 +168,14 @@ fn find<'a>(table: &'a [Suite], kind: &str, name: &str) -> Result<&'a Suite, Str
     })
 }
 
-pub(crate) fn bench(name: &str, quick: bool) -> Result<(), String> {
+pub(crate) fn bench(name: &str, quick: bool, plot: bool) -> Result<(), String> {
     let suite = find(BENCHES, "bench", name)?;
+    if plot && !PLOTS.contains(&name) {
+        return Err(format!(
+            "bench {name} draws no chart; --plot works for: {}",
+            PLOTS.join(", ")
+        ));
+    }
     let mut args = vec![
         "bench",
         "--locked",
@@ -163,8 +184,14 @@ pub(crate) fn bench(name: &str, quick: bool) -> Result<(), String> {
         "--bench",
         suite.target,
     ];
+    if quick || plot {
+        args.push("--");
+    }
     if quick {
-        args.extend(["--", "--quick"]);
+        args.push("--quick");
+    }
+    if plot {
+        args.push("--plot");
     }
     run(cargo(&args))
 }
