@@ -54,6 +54,12 @@ const BENCHES: &[Suite] = &[
         target: "memstore",
     },
     Suite {
+        name: "storefile",
+        about: "keel-storefile write/scan MB/s vs a raw read, gets with and without bloom, size per encoding",
+        package: "keel-storefile",
+        target: "storefile",
+    },
+    Suite {
         name: "rpc",
         about: "HBASE-26551's experiment: FastPathRwQueue vs RwQueue, Balanced, FastPathBalanced, a channel",
         package: "keel-rpc",

@@ -1,0 +1,143 @@
+//! The k-way merge the region reads and compacts through: any number of sorted scanners (store
+//! files, memstore segments) behind one, ordered by their current cell with ties going to the
+//! newer source (HBase's `KeyValueHeap`).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use keel_cell::{Cell, CellKey};
+
+use crate::error::Result;
+
+/// A sorted source of cells that can be positioned.
+pub trait KeyValueScanner {
+    /// The cell `next` would return; `None` when exhausted or not yet positioned.
+    fn peek(&self) -> Option<&Cell>;
+    /// Returns the current cell and advances.
+    fn next(&mut self) -> Result<Option<Cell>>;
+    /// Positions at the first cell ≥ `key`.
+    fn seek(&mut self, key: &CellKey) -> Result<()>;
+}
+
+/// A scanner over cells already in memory and sorted (tests, and adapters for memstore
+/// snapshots).
+#[derive(Debug, Clone)]
+pub struct VecScanner {
+    cells: Vec<Cell>,
+    pos: usize,
+}
+
+impl VecScanner {
+    /// Wraps `cells`, which must be sorted by key.
+    pub fn new(cells: Vec<Cell>) -> VecScanner {
+        VecScanner {
+            pos: cells.len(),
+            cells,
+        }
+    }
+}
+
+impl KeyValueScanner for VecScanner {
+    fn peek(&self) -> Option<&Cell> {
+        self.cells.get(self.pos)
+    }
+    fn next(&mut self) -> Result<Option<Cell>> {
+        let cell = self.cells.get(self.pos).cloned();
+        self.pos += usize::from(cell.is_some());
+        Ok(cell)
+    }
+    fn seek(&mut self, key: &CellKey) -> Result<()> {
+        self.pos = self.cells.partition_point(|c| c.key() < key);
+        Ok(())
+    }
+}
+
+struct Head {
+    key: CellKey,
+    source: usize,
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Head) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Head {}
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Head) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Head {
+    /// Max-heap order: the smallest key is "greatest"; on equal keys the newer (higher) source.
+    fn cmp(&self, other: &Head) -> Ordering {
+        other
+            .key
+            .cmp(&self.key)
+            .then(self.source.cmp(&other.source))
+    }
+}
+
+/// Merges scanners; sources are listed oldest first, and on equal keys a later source's cell
+/// comes first.
+pub struct MergeScanner<'a> {
+    sources: Vec<Box<dyn KeyValueScanner + 'a>>,
+    heap: BinaryHeap<Head>,
+}
+
+impl std::fmt::Debug for MergeScanner<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MergeScanner")
+            .field("sources", &self.sources.len())
+            .field("live", &self.heap.len())
+            .finish()
+    }
+}
+
+impl<'a> MergeScanner<'a> {
+    /// Merges `sources` (oldest first), each sought to `start`.
+    pub fn new(
+        sources: Vec<Box<dyn KeyValueScanner + 'a>>,
+        start: &CellKey,
+    ) -> Result<MergeScanner<'a>> {
+        let mut merge = MergeScanner {
+            sources,
+            heap: BinaryHeap::new(),
+        };
+        merge.seek(start)?;
+        Ok(merge)
+    }
+
+    fn push(&mut self, source: usize) {
+        if let Some(cell) = self.sources[source].peek() {
+            self.heap.push(Head {
+                key: cell.key().clone(),
+                source,
+            });
+        }
+    }
+}
+
+impl KeyValueScanner for MergeScanner<'_> {
+    fn peek(&self) -> Option<&Cell> {
+        self.heap.peek().and_then(|h| self.sources[h.source].peek())
+    }
+
+    fn next(&mut self) -> Result<Option<Cell>> {
+        let Some(head) = self.heap.pop() else {
+            return Ok(None);
+        };
+        let cell = self.sources[head.source].next()?;
+        self.push(head.source);
+        Ok(cell)
+    }
+
+    fn seek(&mut self, key: &CellKey) -> Result<()> {
+        self.heap.clear();
+        for source in 0..self.sources.len() {
+            self.sources[source].seek(key)?;
+            self.push(source);
+        }
+        Ok(())
+    }
+}

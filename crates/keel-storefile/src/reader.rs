@@ -1,0 +1,298 @@
+//! [`StoreFileReader`]: opens a file by reading its trailer, root index, file info and bloom
+//! filters; gets rows through the bloom filter and the index; hands out scanners.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use keel_cell::{Cell, CellKey};
+use keel_fs::{FileRef, FileSystem};
+
+use crate::bloom::{Bloom, BloomType, hash};
+use crate::encoding::to_plain;
+use crate::error::{Result, corrupt, io};
+use crate::format::{BLOCK_HEADER_LEN, BlockKind, MAX_BLOCK_LEN, TRAILER_LEN, Trailer, open_block};
+use crate::index::{IndexBlock, IndexEntry};
+use crate::info::FileInfo;
+use crate::scanner::StoreFileScanner;
+use crate::source::{BlockKey, BlockSource};
+
+/// Counters of what a reader touched (through its block source, cached or not).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Data blocks requested.
+    pub data_blocks: u64,
+    /// Leaf and intermediate index blocks requested (the root is loaded at open).
+    pub index_blocks: u64,
+    /// Gets answered "absent" by the bloom filter without touching the index or data.
+    pub bloom_negatives: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    data_blocks: AtomicU64,
+    index_blocks: AtomicU64,
+    bloom_negatives: AtomicU64,
+}
+
+/// An open store file. Shareable between threads; scanners borrow it.
+#[derive(Debug)]
+pub struct StoreFileReader {
+    path: PathBuf,
+    file: FileRef,
+    file_id: u64,
+    source: Arc<dyn BlockSource>,
+    trailer: Trailer,
+    pub(crate) root: IndexBlock,
+    info: FileInfo,
+    row_bloom: Option<Bloom>,
+    delete_bloom: Option<Bloom>,
+    counters: Counters,
+}
+
+impl StoreFileReader {
+    /// Opens `path`, validating the trailer, version, root index, file info and bloom filters.
+    /// `file_id` keys this file's blocks in `source`.
+    pub fn open(
+        fs: &dyn FileSystem,
+        path: &Path,
+        file_id: u64,
+        source: Arc<dyn BlockSource>,
+    ) -> Result<StoreFileReader> {
+        let file = fs.open(path).map_err(|e| io("open", path, e))?;
+        let len = file.len().map_err(|e| io("stat", path, e))?;
+        if len < TRAILER_LEN as u64 {
+            return Err(corrupt(
+                path,
+                0,
+                format!("{len} bytes is too short for a store file"),
+            ));
+        }
+        let trailer_at = len - TRAILER_LEN as u64;
+        let mut tail = vec![0u8; TRAILER_LEN];
+        file.read_exact_at(&mut tail, trailer_at)
+            .map_err(|e| io("read", path, e))?;
+        let trailer = Trailer::decode(path, trailer_at, &tail)?;
+        let read = |offset: u64, end: u64, kind: BlockKind| -> Result<Bytes> {
+            let n = usize::try_from(end - offset).unwrap_or(usize::MAX);
+            if n > MAX_BLOCK_LEN + (MAX_BLOCK_LEN / 1024) {
+                return Err(corrupt(path, offset, "block too long"));
+            }
+            let mut buf = vec![0u8; n];
+            file.read_exact_at(&mut buf, offset)
+                .map_err(|e| io("read", path, e))?;
+            Ok(open_block(path, offset, kind, buf)?.payload)
+        };
+        let root_payload = read(
+            trailer.root_index_offset,
+            trailer.file_info_offset,
+            BlockKind::RootIndex,
+        )?;
+        let root = IndexBlock::parse(path, trailer.root_index_offset, root_payload)?;
+        let info_payload = read(trailer.file_info_offset, trailer_at, BlockKind::FileInfo)?;
+        let info = FileInfo::decode(path, trailer.file_info_offset, &info_payload, &trailer, len)?;
+        let mut reader = StoreFileReader {
+            path: path.to_path_buf(),
+            file,
+            file_id,
+            source,
+            trailer,
+            root,
+            info,
+            row_bloom: None,
+            delete_bloom: None,
+            counters: Counters::default(),
+        };
+        if reader.info.row_bloom_offset != 0 {
+            let offset = reader.info.row_bloom_offset;
+            reader.row_bloom = Some(Bloom::parse(
+                path,
+                offset,
+                reader.read_block_at(offset, BlockKind::Bloom)?,
+            )?);
+        }
+        if reader.info.delete_bloom_offset != 0 {
+            let offset = reader.info.delete_bloom_offset;
+            reader.delete_bloom = Some(Bloom::parse(
+                path,
+                offset,
+                reader.read_block_at(offset, BlockKind::Bloom)?,
+            )?);
+        }
+        Ok(reader)
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The id its blocks are cached under.
+    pub fn file_id(&self) -> u64 {
+        self.file_id
+    }
+
+    /// What the file says about itself.
+    pub fn info(&self) -> &FileInfo {
+        &self.info
+    }
+
+    /// What this reader has touched so far.
+    pub fn stats(&self) -> ReadStats {
+        ReadStats {
+            data_blocks: self.counters.data_blocks.load(Ordering::Relaxed),
+            index_blocks: self.counters.index_blocks.load(Ordering::Relaxed),
+            bloom_negatives: self.counters.bloom_negatives.load(Ordering::Relaxed),
+        }
+    }
+
+    /// False if the file certainly holds no cell of `row` (row bloom, or key range).
+    pub fn may_contain_row(&self, row: &[u8]) -> bool {
+        if row < &self.info.first_key.row()[..] || row > &self.info.last_key.row()[..] {
+            return false;
+        }
+        match (&self.row_bloom, self.info.bloom_type) {
+            (Some(bloom), BloomType::Row) => bloom.may_contain(hash(&[row])),
+            _ => true,
+        }
+    }
+
+    /// False if the file certainly holds no cell of this row and column (ROWCOL bloom, else
+    /// [`StoreFileReader::may_contain_row`]).
+    pub fn may_contain_column(&self, row: &[u8], family: &[u8], qualifier: &[u8]) -> bool {
+        match (&self.row_bloom, self.info.bloom_type) {
+            (Some(bloom), BloomType::RowCol) => {
+                self.may_contain_row(row) && bloom.may_contain(hash(&[row, family, qualifier]))
+            }
+            _ => self.may_contain_row(row),
+        }
+    }
+
+    /// False if the file certainly holds no DeleteFamily marker for `row`.
+    pub fn may_have_delete_family(&self, row: &[u8]) -> bool {
+        match &self.delete_bloom {
+            Some(bloom) => bloom.may_contain(hash(&[row])),
+            None => false,
+        }
+    }
+
+    /// Keys the row (or row-column) bloom filter was built from, if the file has one.
+    pub fn bloom_keys(&self) -> Option<u64> {
+        self.row_bloom.as_ref().map(Bloom::keys)
+    }
+
+    /// Every cell of `row` in this file, in order. Asks the bloom filter first: a negative
+    /// answer touches no index or data block.
+    pub fn get(&self, row: &[u8]) -> Result<Vec<Cell>> {
+        if !self.may_contain_row(row) {
+            self.counters
+                .bloom_negatives
+                .fetch_add(1, Ordering::Relaxed);
+            return Ok(Vec::new());
+        }
+        let mut scanner = self.scanner();
+        let row = Bytes::copy_from_slice(row);
+        scanner.set_limit(CellKey::last_on_row(row.clone()));
+        scanner.seek(&CellKey::first_on_row(row.clone()))?;
+        let mut cells = Vec::new();
+        while let Some(cell) = scanner.peek() {
+            if cell.row() != &row {
+                break;
+            }
+            if let Some(cell) = scanner.next()? {
+                cells.push(cell);
+            }
+        }
+        Ok(cells)
+    }
+
+    /// A scanner over the whole file, positioned before the first cell.
+    pub fn scanner(&self) -> StoreFileScanner<'_> {
+        StoreFileScanner::new(self)
+    }
+
+    pub(crate) fn index_levels(&self) -> u32 {
+        self.trailer.index_levels
+    }
+
+    pub(crate) fn path_ref(&self) -> &Path {
+        &self.path
+    }
+
+    /// A data block's cells, in the plain encoding, through the block source.
+    pub(crate) fn data_block(&self, entry: &IndexEntry) -> Result<Bytes> {
+        self.counters.data_blocks.fetch_add(1, Ordering::Relaxed);
+        self.check_range(entry, 0, self.trailer.data_end)?;
+        let key = BlockKey {
+            file_id: self.file_id,
+            offset: entry.offset,
+        };
+        self.source.get_or_load(key, &mut || {
+            let raw = self.read_block(entry, BlockKind::Data)?;
+            to_plain(&self.path, entry.offset, raw.encoding, raw.payload)
+        })
+    }
+
+    /// An index block below the root, through the block source.
+    pub(crate) fn index_block(&self, entry: &IndexEntry, leaf: bool) -> Result<IndexBlock> {
+        self.counters.index_blocks.fetch_add(1, Ordering::Relaxed);
+        self.check_range(entry, self.trailer.data_end, self.trailer.root_index_offset)?;
+        let kind = if leaf {
+            BlockKind::LeafIndex
+        } else {
+            BlockKind::IntermediateIndex
+        };
+        let key = BlockKey {
+            file_id: self.file_id,
+            offset: entry.offset,
+        };
+        let payload = self
+            .source
+            .get_or_load(key, &mut || Ok(self.read_block(entry, kind)?.payload))?;
+        IndexBlock::parse(&self.path, entry.offset, payload)
+    }
+
+    fn check_range(&self, entry: &IndexEntry, start: u64, end: u64) -> Result<()> {
+        let stop = entry.offset.checked_add(u64::from(entry.len));
+        if entry.offset < start
+            || stop.is_none_or(|s| s > end)
+            || (entry.len as usize) < BLOCK_HEADER_LEN
+        {
+            return Err(corrupt(
+                &self.path,
+                entry.offset,
+                format!("index entry points outside its section: {entry:?}"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn read_block(&self, entry: &IndexEntry, kind: BlockKind) -> Result<crate::format::RawBlock> {
+        let mut buf = vec![0u8; entry.len as usize];
+        self.file
+            .read_exact_at(&mut buf, entry.offset)
+            .map_err(|e| io("read", &self.path, e))?;
+        open_block(&self.path, entry.offset, kind, buf)
+    }
+
+    /// Reads a block whose length is known only from its header (bloom blocks).
+    fn read_block_at(&self, offset: u64, kind: BlockKind) -> Result<Bytes> {
+        let mut head = [0u8; BLOCK_HEADER_LEN];
+        self.file
+            .read_exact_at(&mut head, offset)
+            .map_err(|e| io("read", &self.path, e))?;
+        let len = crate::format::block_len(&self.path, offset, &head)?;
+        let entry = IndexEntry {
+            key: self.info.first_key.clone(),
+            offset,
+            len: len as u32,
+        };
+        self.check_range(
+            &entry,
+            self.trailer.data_end,
+            self.trailer.root_index_offset,
+        )?;
+        Ok(self.read_block(&entry, kind)?.payload)
+    }
+}

@@ -1,0 +1,232 @@
+//! [`StoreFileScanner`]: `seek`, forward-only `reseek` that skips whole blocks through the
+//! index, `peek` and `next`, walking data blocks through a cursor over the index levels.
+
+use bytes::Bytes;
+use keel_cell::{Cell, CellKey};
+
+use crate::encoding::decode_at;
+use crate::error::Result;
+use crate::index::{IndexBlock, IndexEntry};
+use crate::merge::KeyValueScanner;
+use crate::reader::StoreFileReader;
+
+/// A position in one store file. Unpositioned until the first `seek` (or `next`, which starts
+/// at the first cell).
+#[derive(Debug)]
+pub struct StoreFileScanner<'a> {
+    reader: &'a StoreFileReader,
+    /// One (index block, entry) per index level, root first; the last entry is the data block.
+    path: Vec<(IndexBlock, usize)>,
+    block: Bytes,
+    block_offset: u64,
+    /// Byte position of the cell after `current` in `block`.
+    pos: usize,
+    current: Option<Cell>,
+    started: bool,
+    /// When set, the scanner ends rather than enter a block whose keys all sort after this.
+    limit: Option<CellKey>,
+}
+
+impl<'a> StoreFileScanner<'a> {
+    pub(crate) fn new(reader: &'a StoreFileReader) -> StoreFileScanner<'a> {
+        StoreFileScanner {
+            reader,
+            path: Vec::new(),
+            block: Bytes::new(),
+            block_offset: 0,
+            pos: 0,
+            current: None,
+            started: false,
+            limit: None,
+        }
+    }
+
+    /// Ends the scan before any block whose keys all sort after `key` (a get of one row sets
+    /// the row's last key, so it never reads the block after the row just to see it ended).
+    pub fn set_limit(&mut self, key: CellKey) {
+        self.limit = Some(key);
+    }
+
+    /// Positions at the first cell ≥ `key` (anywhere in the file).
+    pub fn seek(&mut self, key: &CellKey) -> Result<()> {
+        self.started = true;
+        self.descend(key)?;
+        self.advance_to(key)
+    }
+
+    /// Moves forward to the first cell ≥ `key`; never moves back. Blocks between here and the
+    /// target are skipped through the index, not read.
+    pub fn reseek(&mut self, key: &CellKey) -> Result<()> {
+        if !self.started {
+            return self.seek(key);
+        }
+        match &self.current {
+            None => return Ok(()),
+            Some(cell) if cell.key() >= key => return Ok(()),
+            Some(_) => {}
+        }
+        let target = self.target_entry(key)?;
+        if target.offset > self.block_offset {
+            self.descend(key)?;
+        }
+        self.advance_to(key)
+    }
+
+    /// The cell `next` would return.
+    pub fn peek(&self) -> Option<&Cell> {
+        self.current.as_ref()
+    }
+
+    /// Returns the current cell and moves past it.
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "fallible: reading a block can fail, so it returns Result<Option<Cell>>"
+    )]
+    pub fn next(&mut self) -> Result<Option<Cell>> {
+        if !self.started {
+            self.started = true;
+            self.descend(&CellKey::first_on_row(
+                self.reader.info().first_key.row().clone(),
+            ))?;
+            self.load_next()?;
+        }
+        let cell = self.current.take();
+        if cell.is_some() {
+            self.load_next()?;
+        }
+        Ok(cell)
+    }
+
+    /// Walks the index from the root to the data block that may hold the first cell ≥ `key`,
+    /// and loads that block (positioned before its first cell).
+    fn descend(&mut self, key: &CellKey) -> Result<()> {
+        let path = self.reader.path_ref();
+        let levels = self.reader.index_levels() as usize;
+        self.path.clear();
+        let mut block = self.reader.root.clone();
+        for level in 0..levels {
+            let i = block.search(path, key)?;
+            let child = if level + 1 < levels {
+                let entry = block.entry(path, i)?;
+                Some(self.reader.index_block(&entry, level + 2 == levels)?)
+            } else {
+                None
+            };
+            self.path.push((block.clone(), i));
+            if let Some(child) = child {
+                block = child;
+            }
+        }
+        self.load_block()
+    }
+
+    fn target_entry(&self, key: &CellKey) -> Result<IndexEntry> {
+        let path = self.reader.path_ref();
+        let levels = self.reader.index_levels() as usize;
+        let mut block = self.reader.root.clone();
+        for level in 0..levels {
+            let i = block.search(path, key)?;
+            let entry = block.entry(path, i)?;
+            if level + 1 == levels {
+                return Ok(entry);
+            }
+            block = self.reader.index_block(&entry, level + 2 == levels)?;
+        }
+        unreachable!("a file has at least one index level")
+    }
+
+    fn load_block(&mut self) -> Result<()> {
+        let path = self.reader.path_ref();
+        let (block, i) = self
+            .path
+            .last()
+            .ok_or_else(|| crate::error::corrupt(path, 0, "no index"))?;
+        let entry = block.entry(path, *i)?;
+        self.block = self.reader.data_block(&entry)?;
+        self.block_offset = entry.offset;
+        self.pos = 0;
+        self.current = None;
+        Ok(())
+    }
+
+    /// Moves the index cursor to the next data block; false at the end of the file (or of
+    /// the limit).
+    fn next_block(&mut self) -> Result<bool> {
+        let path = self.reader.path_ref();
+        let mut level = self.path.len();
+        loop {
+            if level == 0 {
+                return Ok(false);
+            }
+            level -= 1;
+            let (block, i) = &self.path[level];
+            if *i + 1 < block.len() {
+                // The next sub-tree's separator bounds every key in it from below.
+                if let Some(limit) = &self.limit
+                    && &block.entry(path, *i + 1)?.key > limit
+                {
+                    return Ok(false);
+                }
+                self.path[level].1 += 1;
+                break;
+            }
+        }
+        let levels = self.path.len();
+        for below in level + 1..levels {
+            let (parent, i) = &self.path[below - 1];
+            let entry = parent.entry(path, *i)?;
+            let child = self.reader.index_block(&entry, below + 1 == levels)?;
+            self.path[below] = (child, 0);
+        }
+        self.load_block()?;
+        Ok(true)
+    }
+
+    /// Decodes the next cell into `current`, crossing into later blocks as needed.
+    fn load_next(&mut self) -> Result<()> {
+        loop {
+            if self.pos < self.block.len() {
+                let (cell, next) = decode_at(
+                    self.reader.path_ref(),
+                    self.block_offset,
+                    &self.block,
+                    self.pos,
+                )?;
+                self.pos = next;
+                self.current = Some(cell);
+                return Ok(());
+            }
+            if !self.next_block()? {
+                self.current = None;
+                return Ok(());
+            }
+        }
+    }
+
+    fn advance_to(&mut self, key: &CellKey) -> Result<()> {
+        if self.current.is_none() {
+            self.load_next()?;
+        }
+        while let Some(cell) = &self.current {
+            if cell.key() >= key {
+                break;
+            }
+            self.load_next()?;
+        }
+        Ok(())
+    }
+}
+
+impl KeyValueScanner for StoreFileScanner<'_> {
+    fn peek(&self) -> Option<&Cell> {
+        self.current.as_ref()
+    }
+
+    fn next(&mut self) -> Result<Option<Cell>> {
+        StoreFileScanner::next(self)
+    }
+
+    fn seek(&mut self, key: &CellKey) -> Result<()> {
+        StoreFileScanner::seek(self, key)
+    }
+}

@@ -1,0 +1,36 @@
+//! How readers get blocks: a [`BlockSource`] keyed by (file id, block offset). The default
+//! [`DirectSource`] reads every time; a cache (keel-blockcache, plugged in by the region)
+//! implements it so that only one thread loads a given block on a miss.
+
+use std::fmt::Debug;
+
+use bytes::Bytes;
+
+use crate::error::Result;
+
+/// Identifies a block across files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BlockKey {
+    /// The file's id, unique among open files (chosen by whoever opens them).
+    pub file_id: u64,
+    /// The block's offset in the file.
+    pub offset: u64,
+}
+
+/// Where a reader gets a block's verified, decompressed, decoded payload.
+pub trait BlockSource: Send + Sync + Debug {
+    /// Returns the payload of block `key`, calling `load` (which reads, verifies and decodes the
+    /// block) if the source does not have it. A caching source should make concurrent misses on
+    /// one key wait for a single `load` (a "load once" hook), and must not cache a failed load.
+    fn get_or_load(&self, key: BlockKey, load: &mut dyn FnMut() -> Result<Bytes>) -> Result<Bytes>;
+}
+
+/// No cache: every request reads the file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DirectSource;
+
+impl BlockSource for DirectSource {
+    fn get_or_load(&self, _: BlockKey, load: &mut dyn FnMut() -> Result<Bytes>) -> Result<Bytes> {
+        load()
+    }
+}

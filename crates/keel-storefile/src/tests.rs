@@ -1,0 +1,253 @@
+//! Unit tests: index depth and what a get touches, order and emptiness errors, abandoned
+//! writers, bloom filters (no false negatives, measured false-positive rate, delete-family),
+//! and what each encoding and compression does to the file size.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use keel_cell::{Cell, CellType};
+use keel_fs::{FileSystem, StdFs};
+
+use crate::*;
+
+fn fs() -> Arc<dyn FileSystem> {
+    Arc::new(StdFs)
+}
+
+fn row(i: u32) -> Bytes {
+    Bytes::from(format!("row{i:08}"))
+}
+
+fn cells(rows: u32, per_row: u32) -> Vec<Cell> {
+    let mut out = Vec::new();
+    for r in 0..rows {
+        for q in 0..per_row {
+            out.push(Cell::put(row(r), "f", format!("q{q}"), 7, format!("value-{r}-{q}")).unwrap());
+        }
+    }
+    out
+}
+
+fn write(path: &std::path::Path, cells: &[Cell], options: WriterOptions) -> FileInfo {
+    let mut w = StoreFileWriter::create(fs(), path, options).unwrap();
+    for c in cells {
+        w.append(c).unwrap();
+    }
+    w.finish().unwrap()
+}
+
+fn open(path: &std::path::Path) -> StoreFileReader {
+    StoreFileReader::open(&*fs(), path, 7, Arc::new(DirectSource)).unwrap()
+}
+
+#[test]
+fn a_deep_index_costs_one_block_per_level_on_a_get() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deep");
+    let all = cells(600, 1);
+    let options = WriterOptions {
+        block_size: 1,
+        index_block_size: 1,
+        ..WriterOptions::default()
+    };
+    let info = write(&path, &all, options);
+    // 600 blocks, 16 entries per index block: 38 leaves, 3 intermediate blocks, a root.
+    assert_eq!((info.data_blocks, info.index_levels), (600, 3));
+    let reader = open(&path);
+    assert_eq!(reader.get(&row(321)).unwrap(), vec![all[321].clone()]);
+    let stats = reader.stats();
+    assert_eq!((stats.index_blocks, stats.data_blocks), (2, 1), "{stats:?}");
+    let mut s = reader.scanner();
+    let mut n = 0;
+    while s.next().unwrap().is_some() {
+        n += 1;
+    }
+    assert_eq!(n, 600);
+}
+
+#[test]
+fn reseek_skips_blocks_through_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("skip");
+    let all = cells(2000, 1);
+    write(
+        &path,
+        &all,
+        WriterOptions {
+            block_size: 1024,
+            ..WriterOptions::default()
+        },
+    );
+    let reader = open(&path);
+    let mut s = reader.scanner();
+    s.seek(all[0].key()).unwrap();
+    s.reseek(all[1990].key()).unwrap();
+    assert_eq!(s.peek(), Some(&all[1990]));
+    let blocks = reader.info().data_blocks as u64;
+    assert!(
+        reader.stats().data_blocks <= 2,
+        "read {:?} of {blocks} blocks",
+        reader.stats()
+    );
+}
+
+#[test]
+fn out_of_order_duplicate_and_empty_input_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad");
+    let mut w = StoreFileWriter::create(fs(), &path, WriterOptions::default()).unwrap();
+    let b = Cell::put("b", "f", "q", 1, "v").unwrap();
+    w.append(&b).unwrap();
+    let err = w
+        .append(&Cell::put("a", "f", "q", 1, "v").unwrap())
+        .unwrap_err();
+    assert!(matches!(err, StoreFileError::OutOfOrder { .. }), "{err}");
+    assert!(err.to_string().contains("\"a\""), "{err}");
+    assert!(matches!(
+        w.append(&b).unwrap_err(),
+        StoreFileError::OutOfOrder { .. }
+    ));
+    drop(w);
+    assert!(
+        !path.exists(),
+        "an abandoned file never appears under its name"
+    );
+    assert!(
+        !dir.path().join("bad.tmp").exists(),
+        "and its temporary is removed"
+    );
+    let w = StoreFileWriter::create(fs(), &path, WriterOptions::default()).unwrap();
+    assert!(matches!(
+        w.finish().unwrap_err(),
+        StoreFileError::Empty { .. }
+    ));
+}
+
+#[test]
+fn bloom_has_no_false_negatives_and_about_its_configured_false_positive_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    for (bloom, name) in [(BloomType::Row, "row"), (BloomType::RowCol, "rowcol")] {
+        let path = dir.path().join(name);
+        let all = cells(10_000, 2);
+        write(
+            &path,
+            &all,
+            WriterOptions {
+                bloom,
+                ..WriterOptions::default()
+            },
+        );
+        let reader = open(&path);
+        for c in &all {
+            assert!(reader.may_contain_column(c.row(), c.family(), c.qualifier()));
+            assert!(reader.may_contain_row(c.row()));
+        }
+        // Absent keys inside the file's key range, so only the bloom filter can say no.
+        let probes = 20_000;
+        let false_positives = (0..probes)
+            .filter(|i| {
+                let r = Bytes::from(format!("row{:08}x{i}", i % 10_000));
+                match bloom {
+                    BloomType::RowCol => reader.may_contain_column(&r, b"f", b"q0"),
+                    _ => reader.may_contain_row(&r),
+                }
+            })
+            .count();
+        let rate = false_positives as f64 / probes as f64;
+        assert!(
+            rate < 0.02,
+            "{name}: false-positive rate {rate} for a 1% filter"
+        );
+        assert!(
+            rate > 0.002,
+            "{name}: rate {rate} is suspiciously low for 1%"
+        );
+    }
+}
+
+#[test]
+fn a_negative_get_touches_no_index_or_data_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("neg");
+    write(
+        &path,
+        &cells(5000, 1),
+        WriterOptions {
+            block_size: 512,
+            index_block_size: 1,
+            ..WriterOptions::default()
+        },
+    );
+    let reader = open(&path);
+    let mut negatives = 0;
+    for i in 0..1000 {
+        let absent = format!("row{:08}-absent", i * 5);
+        assert!(reader.get(absent.as_bytes()).unwrap().is_empty());
+        negatives += 1;
+    }
+    let stats = reader.stats();
+    // Bloom negatives touch nothing; the ~1% false positives each cost a descent.
+    assert!(stats.bloom_negatives > negatives * 95 / 100, "{stats:?}");
+    assert!(stats.data_blocks < negatives * 5 / 100, "{stats:?}");
+}
+
+#[test]
+fn delete_family_markers_have_their_own_bloom() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("del");
+    let mut all = Vec::new();
+    for r in 0..1000 {
+        if r % 10 == 0 {
+            all.push(Cell::delete_family(row(r), "f", 9).unwrap());
+        }
+        all.push(Cell::put(row(r), "f", "q", 5, "v").unwrap());
+    }
+    let info = write(&path, &all, WriterOptions::default());
+    assert_eq!(info.delete_family_count, 100);
+    let reader = open(&path);
+    let with = (0..1000)
+        .filter(|r| r % 10 == 0)
+        .all(|r| reader.may_have_delete_family(&row(r)));
+    assert!(with, "no false negatives");
+    let without = (0..1000)
+        .filter(|r| r % 10 != 0 && reader.may_have_delete_family(&row(*r)))
+        .count();
+    assert!(
+        without < 40,
+        "{without} of 900 rows without markers said maybe"
+    );
+    assert!(all.iter().any(|c| c.cell_type() == CellType::DeleteFamily));
+}
+
+#[test]
+fn diff_encoding_and_lz4_shrink_repetitive_files_and_read_back_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = cells(3000, 4);
+    let mut sizes = Vec::new();
+    for encoding in [Encoding::None, Encoding::Diff] {
+        for compression in [Compression::None, Compression::Lz4] {
+            let path = dir.path().join(format!("{encoding:?}-{compression:?}"));
+            let info = write(
+                &path,
+                &all,
+                WriterOptions {
+                    encoding,
+                    compression,
+                    ..WriterOptions::default()
+                },
+            );
+            sizes.push(info.file_len);
+            let reader = open(&path);
+            assert_eq!(reader.info().encoding, encoding);
+            let mut s = reader.scanner();
+            for c in &all {
+                assert_eq!(s.next().unwrap().as_ref(), Some(c));
+            }
+            assert_eq!(s.next().unwrap(), None);
+        }
+    }
+    let (plain, lz4, diff, both) = (sizes[0], sizes[1], sizes[2], sizes[3]);
+    assert!(diff < plain * 8 / 10, "DIFF {diff} vs NONE {plain}");
+    assert!(lz4 < plain, "LZ4 {lz4} vs NONE {plain}");
+    assert!(both < diff, "DIFF+LZ4 {both} vs DIFF {diff}");
+}

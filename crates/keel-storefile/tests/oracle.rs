@@ -1,0 +1,195 @@
+//! keel-storefile against a `BTreeMap` oracle: random sorted cells written with random block
+//! sizes, encodings, compression and bloom types (tiny blocks force two- and three-level
+//! indexes); every cell read back by a full scan, rows by `get`, random present and absent keys
+//! by `seek`, ascending keys by `reseek`, and a merge of several files and an in-memory source.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use keel_cell::{Cell, CellKey};
+use keel_fs::{FileSystem, StdFs};
+use keel_storefile::{
+    BloomType, Compression, DirectSource, Encoding, KeyValueScanner, MergeScanner, StoreFileReader,
+    StoreFileWriter, VecScanner, WriterOptions,
+};
+use proptest::prelude::*;
+
+fn cell_strategy() -> impl Strategy<Value = Cell> {
+    (
+        prop::collection::vec(prop::sample::select(vec![b'a', b'b', 0u8, 0xFF]), 1..4),
+        prop::sample::select(vec!["f", "g"]),
+        prop::collection::vec(any::<u8>(), 0..3),
+        0i64..5,
+        keel_testkit::strategies::storable_type(),
+        0u64..4,
+        prop::collection::vec(any::<u8>(), 0..60),
+    )
+        .prop_map(|(row, family, qualifier, ts, ty, seq, value)| {
+            Cell::builder(row, family)
+                .qualifier(qualifier)
+                .timestamp(ts)
+                .cell_type(ty)
+                .sequence_id(seq)
+                .value(value)
+                .build()
+                .expect("valid cell")
+        })
+}
+
+fn options_strategy() -> impl Strategy<Value = WriterOptions> {
+    (
+        prop::sample::select(vec![1usize, 40, 200, 4096]),
+        prop::sample::select(vec![Encoding::None, Encoding::Diff]),
+        prop::sample::select(vec![Compression::None, Compression::Lz4]),
+        prop::sample::select(vec![BloomType::None, BloomType::Row, BloomType::RowCol]),
+        prop::sample::select(vec![64u32, 1024, 16 * 1024]),
+    )
+        .prop_map(
+            |(block_size, encoding, compression, bloom, per)| WriterOptions {
+                block_size,
+                encoding,
+                compression,
+                bloom,
+                bytes_per_checksum: per,
+                // Tiny index blocks: 16 entries each (the minimum), so many blocks mean many levels.
+                index_block_size: 1,
+                ..WriterOptions::default()
+            },
+        )
+}
+
+fn write(
+    dir: &std::path::Path,
+    name: &str,
+    cells: &[Cell],
+    options: WriterOptions,
+) -> StoreFileReader {
+    let fs: Arc<dyn FileSystem> = Arc::new(StdFs);
+    let path = dir.join(name);
+    let mut writer = StoreFileWriter::create(Arc::clone(&fs), &path, options).expect("test setup");
+    for cell in cells {
+        writer.append(cell).expect("test setup");
+    }
+    let info = writer.finish().expect("test setup");
+    assert_eq!(info.entry_count, cells.len() as u64);
+    assert!(!fs.exists(&path.with_extension("tmp")).expect("test setup"));
+    StoreFileReader::open(&*fs, &path, 1, Arc::new(DirectSource)).expect("test setup")
+}
+
+fn sorted(cells: Vec<Cell>) -> Vec<Cell> {
+    let map: BTreeMap<CellKey, Cell> = cells.into_iter().map(|c| (c.key().clone(), c)).collect();
+    map.into_values().collect()
+}
+
+fn seek_key_strategy() -> impl Strategy<Value = CellKey> {
+    (
+        prop::collection::vec(
+            prop::sample::select(vec![b'a', b'b', 0u8, 0xFF, b'c']),
+            0..4,
+        ),
+        any::<bool>(),
+    )
+        .prop_map(|(row, last)| {
+            if last {
+                CellKey::last_on_row(Bytes::from(row))
+            } else {
+                CellKey::first_on_row(Bytes::from(row))
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn reads_match_the_oracle(
+        cells in prop::collection::vec(cell_strategy(), 1..400),
+        options in options_strategy(),
+        seeks in prop::collection::vec(seek_key_strategy(), 0..12),
+    ) {
+        let cells = sorted(cells);
+        let dir = tempfile::tempdir().expect("test setup");
+        let reader = write(dir.path(), "f", &cells, options.clone());
+        let info = reader.info();
+        prop_assert_eq!(&info.first_key, cells[0].key());
+        prop_assert_eq!(&info.last_key, cells[cells.len() - 1].key());
+        if options.block_size == 1 && cells.len() > 16 {
+            prop_assert!(info.index_levels >= 2, "{} blocks, {} levels", info.data_blocks, info.index_levels);
+        }
+
+        // Full scan.
+        let mut scanner = reader.scanner();
+        let mut scanned = Vec::new();
+        while let Some(cell) = scanner.next().expect("test setup") {
+            scanned.push(cell);
+        }
+        prop_assert_eq!(&scanned, &cells);
+
+        // Gets of every row present, and of absent rows.
+        let rows: BTreeSet<Bytes> = cells.iter().map(|c| c.row().clone()).collect();
+        for row in &rows {
+            let expected: Vec<Cell> = cells.iter().filter(|c| c.row() == row).cloned().collect();
+            prop_assert_eq!(reader.get(row).expect("test setup"), expected);
+        }
+        for absent in [&b"c"[..], b"", b"ab\x01", b"\xff\xff\xff\xff"] {
+            if !rows.contains(absent) {
+                prop_assert!(reader.get(absent).expect("test setup").is_empty());
+            }
+        }
+
+        // Seeks to random keys and to every stored key.
+        let targets: Vec<CellKey> = seeks
+            .iter()
+            .cloned()
+            .chain(cells.iter().step_by(7).map(|c| c.key().clone()))
+            .collect();
+        for key in &targets {
+            let mut s = reader.scanner();
+            s.seek(key).expect("test setup");
+            let expected = cells.iter().find(|c| c.key() >= key);
+            prop_assert_eq!(s.peek(), expected);
+        }
+
+        // Reseeks in ascending order from one scanner.
+        let mut ascending = targets.clone();
+        ascending.sort();
+        let mut s = reader.scanner();
+        for key in &ascending {
+            s.reseek(key).expect("test setup");
+            let expected = cells.iter().find(|c| c.key() >= key);
+            prop_assert_eq!(s.peek(), expected);
+        }
+    }
+
+    #[test]
+    fn merge_of_files_and_memory_matches_the_oracle(
+        cells in prop::collection::vec(cell_strategy(), 1..300),
+        assignment in prop::collection::vec(0usize..4, 300),
+        options in options_strategy(),
+        start in seek_key_strategy(),
+    ) {
+        let cells = sorted(cells);
+        let dir = tempfile::tempdir().expect("test setup");
+        let mut parts: Vec<Vec<Cell>> = vec![Vec::new(); 4];
+        for (i, cell) in cells.iter().enumerate() {
+            parts[assignment[i]].push(cell.clone());
+        }
+        let readers: Vec<StoreFileReader> = parts[..3]
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !p.is_empty())
+            .map(|(i, p)| write(dir.path(), &format!("f{i}"), p, options.clone()))
+            .collect();
+        let mut sources: Vec<Box<dyn KeyValueScanner + '_>> =
+            readers.iter().map(|r| Box::new(r.scanner()) as Box<dyn KeyValueScanner>).collect();
+        sources.push(Box::new(VecScanner::new(parts[3].clone())));
+        let mut merge = MergeScanner::new(sources, &start).expect("test setup");
+        let mut merged = Vec::new();
+        while let Some(cell) = merge.next().expect("test setup") {
+            merged.push(cell);
+        }
+        let expected: Vec<Cell> = cells.iter().filter(|c| c.key() >= &start).cloned().collect();
+        prop_assert_eq!(merged, expected);
+    }
+}
