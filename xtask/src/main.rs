@@ -68,6 +68,14 @@ enum Command {
     },
     /// Runs the unit tests of the crates with `unsafe` under Miri (skips if Miri is absent).
     Miri,
+    /// Fuzzes one target briefly with cargo-fuzz (skips if cargo-fuzz or nightly is absent).
+    Fuzz {
+        /// Which fuzz target.
+        name: String,
+        /// How long to fuzz.
+        #[arg(long, default_value_t = 60)]
+        seconds: u32,
+    },
     /// Runs one kill-and-recover suite; an unknown name lists the known ones.
     Crash {
         /// Which suite.
@@ -90,6 +98,7 @@ fn main() -> ExitCode {
         Command::Bench { name, quick, plot } => suites::bench(&name, quick, plot),
         Command::Model { name, iterations } => suites::model(name.as_deref(), iterations),
         Command::Miri => suites::miri(),
+        Command::Fuzz { name, seconds } => suites::fuzz(&name, seconds),
         Command::Crash { name, rounds } => suites::crash(&name, rounds),
     };
     match result {

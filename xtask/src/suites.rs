@@ -110,6 +110,49 @@ pub(crate) fn miri() -> Result<(), String> {
     Ok(())
 }
 
+/// `cargo xtask fuzz <name>`: cargo-fuzz targets, as (name, crate directory, fuzz target).
+const FUZZ: &[(&str, &str, &str)] = &[("storefile", "crates/keel-storefile", "open_and_read")];
+
+/// Fuzzes one target for `seconds` with cargo-fuzz, or says why it cannot: cargo-fuzz and a
+/// nightly toolchain are optional on a fresh machine, so their absence is a skip (exit 0). The
+/// target's body also runs in every CI run as an ordinary test on random inputs.
+pub(crate) fn fuzz(name: &str, seconds: u32) -> Result<(), String> {
+    let Some((_, dir, target)) = FUZZ.iter().find(|(n, _, _)| *n == name) else {
+        let known: Vec<&str> = FUZZ.iter().map(|(n, _, _)| *n).collect();
+        return Err(format!(
+            "unknown fuzz target {name:?}; known: {}",
+            known.join(", ")
+        ));
+    };
+    let probe = std::process::Command::new("cargo")
+        .args(["+nightly", "fuzz", "--version"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        #[expect(clippy::print_stdout, reason = "tell the user why nothing ran")]
+        {
+            println!(
+                "fuzz: skipped: needs cargo-fuzz and a nightly toolchain \
+                 (`cargo install cargo-fuzz`, `rustup toolchain install nightly`)"
+            );
+        }
+        return Ok(());
+    }
+    let mut command = std::process::Command::new("cargo");
+    command
+        .args([
+            "+nightly",
+            "fuzz",
+            "run",
+            target,
+            "--",
+            &format!("-max_total_time={seconds}"),
+        ])
+        .current_dir(crate::cmd::workspace_root().join(dir));
+    run(command)
+}
+
 /// `cargo xtask crash <name>`: kill a child process mid-work, recover, check.
 const CRASHES: &[Suite] = &[
     Suite {
