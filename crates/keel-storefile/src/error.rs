@@ -48,6 +48,19 @@ pub enum StoreFileError {
         /// The offending key, printable.
         next: String,
     },
+    /// A cell too large for one block (a block holds at most 64 MiB, so that a reader never
+    /// trusts a larger size).
+    #[error("{path}: a cell of {size} bytes on row {row} exceeds the {limit}-byte block limit")]
+    CellTooLarge {
+        /// The file being written.
+        path: PathBuf,
+        /// The cell's row, printable.
+        row: String,
+        /// The cell's encoded size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// `finish` on a writer that was given no cells.
     #[error("{path}: a store file needs at least one cell")]
     Empty {

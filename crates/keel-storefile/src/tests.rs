@@ -251,3 +251,22 @@ fn diff_encoding_and_lz4_shrink_repetitive_files_and_read_back_the_same() {
     assert!(lz4 < plain, "LZ4 {lz4} vs NONE {plain}");
     assert!(both < diff, "DIFF+LZ4 {both} vs DIFF {diff}");
 }
+
+#[test]
+fn a_cell_larger_than_a_block_may_be_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big");
+    let mut w = StoreFileWriter::create(fs(), &path, WriterOptions::default()).unwrap();
+    let limits = keel_cell::CellLimits::UNLIMITED;
+    let huge = Cell::builder("r", "f")
+        .value(vec![0u8; 33 << 20])
+        .limits(limits)
+        .build()
+        .unwrap();
+    let err = w.append(&huge).unwrap_err();
+    assert!(matches!(err, StoreFileError::CellTooLarge { .. }), "{err}");
+    w.append(&Cell::put("s", "f", "q", 1, "small").unwrap())
+        .unwrap();
+    w.finish().unwrap();
+    assert_eq!(open(&path).get(b"s").unwrap().len(), 1);
+}

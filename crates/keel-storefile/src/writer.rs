@@ -131,6 +131,17 @@ impl StoreFileWriter {
                 next: describe(cell.key()),
             });
         }
+        // A block closes after the cell that fills it, so a block is at most one cell over
+        // `block_size`; both must stay within what a reader accepts.
+        let limit = crate::format::MAX_BLOCK_LEN / 2;
+        if cell.encoded_len() > limit || self.options.block_size > limit {
+            return Err(StoreFileError::CellTooLarge {
+                path: self.path.clone(),
+                row: escape_bytes(cell.row()),
+                size: cell.encoded_len(),
+                limit,
+            });
+        }
         if self.block_first.is_none() {
             self.block_first = Some(cell.key().clone());
         }
