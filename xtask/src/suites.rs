@@ -82,19 +82,11 @@ const MIRI_FILTERS: &[(&str, &str)] = &[("keel-blockcache", "bucket::area")];
 /// needs a nightly toolchain with the `miri` component, which a fresh machine may not have, so
 /// its absence is a skip (exit 0), never a failure.
 pub(crate) fn miri() -> Result<(), String> {
-    let probe = std::process::Command::new("cargo")
-        .args(["+nightly", "miri", "--version"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
-    if !probe.is_ok_and(|s| s.success()) {
-        #[expect(clippy::print_stdout, reason = "tell the user why nothing ran")]
-        {
-            println!(
-                "miri: skipped: no nightly toolchain with the miri component \
-                 (`rustup component add --toolchain nightly miri`)"
-            );
-        }
+    if !installed(
+        &["+nightly", "miri", "--version"],
+        "miri: skipped: no nightly toolchain with the miri component \
+         (`rustup component add --toolchain nightly miri`)",
+    ) {
         return Ok(());
     }
     for package in MIRI_PACKAGES {
@@ -110,33 +102,48 @@ pub(crate) fn miri() -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `cargo <probe>` runs (an optional tool is installed); if not, says `skip_message`.
+fn installed(probe: &[&str], skip_message: &str) -> bool {
+    let status = std::process::Command::new("cargo")
+        .args(probe)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    let ok = status.is_ok_and(|s| s.success());
+    if !ok {
+        #[expect(clippy::print_stdout, reason = "tell the user why nothing ran")]
+        {
+            println!("{skip_message}");
+        }
+    }
+    ok
+}
+
 /// `cargo xtask fuzz <name>`: cargo-fuzz targets, as (name, crate directory, fuzz target).
-const FUZZ: &[(&str, &str, &str)] = &[("storefile", "crates/keel-storefile", "open_and_read")];
+/// The fourth field is a seed corpus directory within the crate: valid inputs to mutate from.
+const FUZZ: &[(&str, &str, &str, &str)] = &[(
+    "storefile",
+    "crates/keel-storefile",
+    "open_and_read",
+    "fixtures",
+)];
 
 /// Fuzzes one target for `seconds` with cargo-fuzz, or says why it cannot: cargo-fuzz and a
 /// nightly toolchain are optional on a fresh machine, so their absence is a skip (exit 0). The
 /// target's body also runs in every CI run as an ordinary test on random inputs.
 pub(crate) fn fuzz(name: &str, seconds: u32) -> Result<(), String> {
-    let Some((_, dir, target)) = FUZZ.iter().find(|(n, _, _)| *n == name) else {
-        let known: Vec<&str> = FUZZ.iter().map(|(n, _, _)| *n).collect();
+    let Some((_, dir, target, seeds)) = FUZZ.iter().find(|(n, ..)| *n == name) else {
+        let known: Vec<&str> = FUZZ.iter().map(|(n, ..)| *n).collect();
         return Err(format!(
             "unknown fuzz target {name:?}; known: {}",
             known.join(", ")
         ));
     };
-    let probe = std::process::Command::new("cargo")
-        .args(["+nightly", "fuzz", "--version"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
-    if !probe.is_ok_and(|s| s.success()) {
-        #[expect(clippy::print_stdout, reason = "tell the user why nothing ran")]
-        {
-            println!(
-                "fuzz: skipped: needs cargo-fuzz and a nightly toolchain \
-                 (`cargo install cargo-fuzz`, `rustup toolchain install nightly`)"
-            );
-        }
+    if !installed(
+        &["+nightly", "fuzz", "--version"],
+        "fuzz: skipped: needs cargo-fuzz and a nightly toolchain \
+         (`cargo install cargo-fuzz`, `rustup toolchain install nightly`)",
+    ) {
         return Ok(());
     }
     let mut command = std::process::Command::new("cargo");
@@ -146,6 +153,8 @@ pub(crate) fn fuzz(name: &str, seconds: u32) -> Result<(), String> {
             "fuzz",
             "run",
             target,
+            &format!("fuzz/corpus/{target}"),
+            seeds,
             "--",
             &format!("-max_total_time={seconds}"),
         ])

@@ -19,6 +19,14 @@ fn iterations() -> usize {
     keel_testkit::model_iterations(1_000)
 }
 
+/// Runs `model` under shuttle's random scheduler and its PCT scheduler (depth 3).
+fn explore(model: impl Fn() + Send + Sync + 'static) {
+    let model = std::sync::Arc::new(model);
+    let random = std::sync::Arc::clone(&model);
+    shuttle::check_random(move || random(), iterations());
+    shuttle::check_pct(move || model(), iterations(), 3);
+}
+
 /// How often each call ran and failed, and a condition variable to wait for totals.
 #[derive(Default)]
 struct Ledger {
@@ -112,22 +120,19 @@ fn every_call_runs_once(kind: ExecutorKind, handlers: usize, factor: f64) {
 #[test]
 fn fast_path_balanced_one_queue() {
     let run = || every_call_runs_once(ExecutorKind::FastPathBalanced, 2, 0.0);
-    shuttle::check_random(run, iterations());
-    shuttle::check_pct(run, iterations(), 3);
+    explore(run);
 }
 
 #[test]
 fn fast_path_balanced_two_queues() {
     let run = || every_call_runs_once(ExecutorKind::FastPathBalanced, 2, 1.0);
-    shuttle::check_random(run, iterations());
-    shuttle::check_pct(run, iterations(), 3);
+    explore(run);
 }
 
 #[test]
 fn fast_path_rw_queue() {
     let run = || every_call_runs_once(ExecutorKind::FastPathRwQueue, 2, 0.0);
-    shuttle::check_random(run, iterations());
-    shuttle::check_pct(run, iterations(), 3);
+    explore(run);
 }
 
 #[test]
@@ -136,8 +141,7 @@ fn plain_executors_wake_their_handlers() {
         every_call_runs_once(ExecutorKind::Balanced, 2, 1.0);
         every_call_runs_once(ExecutorKind::RwQueue, 2, 0.0);
     };
-    shuttle::check_random(run, iterations());
-    shuttle::check_pct(run, iterations(), 3);
+    explore(run);
 }
 
 /// Dispatchers race a shutdown: every accepted call is run or failed exactly once by the time
@@ -189,8 +193,7 @@ fn shutdown_loses_nothing(kind: ExecutorKind, mode: ShutdownMode) {
 fn shutdown_drain_races_dispatch() {
     for kind in [ExecutorKind::FastPathBalanced, ExecutorKind::Balanced] {
         let run = move || shutdown_loses_nothing(kind, ShutdownMode::Drain);
-        shuttle::check_random(run, iterations());
-        shuttle::check_pct(run, iterations(), 3);
+        explore(run);
     }
 }
 
@@ -198,8 +201,7 @@ fn shutdown_drain_races_dispatch() {
 fn shutdown_fail_queued_races_dispatch() {
     for kind in [ExecutorKind::FastPathRwQueue, ExecutorKind::RwQueue] {
         let run = move || shutdown_loses_nothing(kind, ShutdownMode::FailQueued);
-        shuttle::check_random(run, iterations());
-        shuttle::check_pct(run, iterations(), 3);
+        explore(run);
     }
 }
 

@@ -104,22 +104,17 @@ impl StoreFileReader {
             delete_bloom: None,
             counters: Counters::default(),
         };
-        if reader.info.row_bloom_offset != 0 {
-            let offset = reader.info.row_bloom_offset;
-            reader.row_bloom = Some(Bloom::parse(
-                path,
-                offset,
-                reader.read_block_at(offset, BlockKind::Bloom)?,
-            )?);
-        }
-        if reader.info.delete_bloom_offset != 0 {
-            let offset = reader.info.delete_bloom_offset;
-            reader.delete_bloom = Some(Bloom::parse(
-                path,
-                offset,
-                reader.read_block_at(offset, BlockKind::Bloom)?,
-            )?);
-        }
+        let load = |offset: u64| -> Result<Option<Bloom>> {
+            if offset == 0 {
+                return Ok(None);
+            }
+            let payload = reader.read_block_at(offset, BlockKind::Bloom)?;
+            Bloom::parse(path, offset, payload).map(Some)
+        };
+        let row_bloom = load(reader.info.row_bloom_offset)?;
+        let delete_bloom = load(reader.info.delete_bloom_offset)?;
+        reader.row_bloom = row_bloom;
+        reader.delete_bloom = delete_bloom;
         Ok(reader)
     }
 
