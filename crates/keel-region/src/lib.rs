@@ -1,0 +1,32 @@
+//! Keel's embedded HBase-style store. **In progress** (the keel-region issue): this crate will
+//! compose keel-wal, keel-mvcc, keel-memstore, keel-storefile and keel-blockcache into tables
+//! with the reordered write path, the read path, flush and WAL replay.
+//!
+//! Built so far: [`matcher`], HBase's read-side cell semantics (delete markers, versions, min
+//! versions, TTL, time range, MVCC visibility) as a streaming filter over the merged cells of
+//! every source, which the read path and compactions will both run.
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use keel_cell::Cell;
+//! use keel_region::matcher::{Matcher, ReadQuery};
+//!
+//! // Newest first, as a merge of memstore and store files yields them.
+//! let cells = vec![
+//!     Cell::put("r", "f", "q", 20, "new")?,
+//!     Cell::delete_column("r", "f", "q", 15)?,
+//!     Cell::put("r", "f", "q", 10, "old")?,
+//! ];
+//! let mut matcher = Matcher::new(ReadQuery::latest(u64::MAX, 0), HashMap::new());
+//! let visible: Vec<&Cell> = cells.iter().filter(|c| matcher.admit(c)).collect();
+//! assert_eq!(visible.len(), 1);
+//! assert_eq!(&visible[0].value()[..], b"new");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod matcher;
+
+#[cfg(test)]
+mod tests;

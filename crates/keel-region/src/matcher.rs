@@ -1,0 +1,246 @@
+//! HBase's read-side cell semantics as a streaming filter (`ScanQueryMatcher` with its delete
+//! and column trackers, for user reads): fed the merged, sorted cells of memstore and store
+//! files, it admits exactly the cells a Get or Scan returns.
+//!
+//! Rules, per row and family (hbase-internals §5.3, §6.2):
+//! - a cell whose sequence id is above the read point does not exist for this read (delete
+//!   markers included);
+//! - `Delete` masks the one version with an equal timestamp; `DeleteColumn` every version of its
+//!   column with a timestamp ≤ its own; `DeleteFamily` every column's versions with timestamp ≤ its
+//!   own; `DeleteFamilyVersion` every column's version with an equal timestamp — regardless of
+//!   which was written first; markers older than the time range are ignored (they could only
+//!   mask cells outside it); markers are never returned;
+//! - of two puts with one timestamp in a column, the one with the higher sequence id wins (it
+//!   sorts first) and the other is hidden;
+//! - versions newer than the time range are skipped without counting; the first version older
+//!   than it ends the column; at most `min(query, family)` max versions are returned; a version
+//!   older than the family TTL is returned only while fewer than `min_versions` have been.
+
+use std::collections::{HashMap, HashSet};
+
+use bytes::Bytes;
+use keel_cell::{Cell, CellType};
+
+/// Per-family rules (HBase column-family attributes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FamilyRules {
+    /// `VERSIONS`: most versions kept and returned per column (HBase default 1).
+    pub max_versions: u32,
+    /// `MIN_VERSIONS`: versions returned even when older than the TTL (default 0).
+    pub min_versions: u32,
+    /// `TTL` in milliseconds; `None` is FOREVER (the default).
+    pub ttl_ms: Option<i64>,
+}
+
+impl Default for FamilyRules {
+    fn default() -> FamilyRules {
+        FamilyRules {
+            max_versions: 1,
+            min_versions: 0,
+            ttl_ms: None,
+        }
+    }
+}
+
+/// A half-open timestamp range `[min, max)` (HBase `TimeRange`); the default is all time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeRange {
+    /// Inclusive lower bound.
+    pub min: i64,
+    /// Exclusive upper bound.
+    pub max: i64,
+}
+
+impl Default for TimeRange {
+    fn default() -> TimeRange {
+        TimeRange {
+            min: 0,
+            max: i64::MAX,
+        }
+    }
+}
+
+impl TimeRange {
+    /// Whether `ts` lies in the range.
+    pub fn contains(&self, ts: i64) -> bool {
+        ts >= self.min && ts < self.max
+    }
+}
+
+/// What a read asks for, beyond which rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadQuery {
+    /// Sequence ids above this are invisible (the MVCC read point captured at the read's start).
+    pub read_point: u64,
+    /// Timestamps to return.
+    pub time_range: TimeRange,
+    /// Versions per column asked for (HBase Get/Scan `readVersions`, default 1); the family's
+    /// `max_versions` caps it.
+    pub max_versions: u32,
+    /// "Now" for TTL, in milliseconds since the epoch.
+    pub now_ms: i64,
+    /// Columns to return: `None` is every column; otherwise (family, qualifier) pairs, where a
+    /// `None` qualifier means the whole family.
+    pub columns: Option<Vec<(Bytes, Option<Bytes>)>>,
+}
+
+impl ReadQuery {
+    /// A query for the latest version of everything visible at `read_point`.
+    pub fn latest(read_point: u64, now_ms: i64) -> ReadQuery {
+        ReadQuery {
+            read_point,
+            time_range: TimeRange::default(),
+            max_versions: 1,
+            now_ms,
+            columns: None,
+        }
+    }
+
+    fn wants(&self, family: &Bytes, qualifier: &Bytes) -> bool {
+        match &self.columns {
+            None => true,
+            Some(columns) => columns
+                .iter()
+                .any(|(f, q)| f == family && q.as_ref().is_none_or(|q| q == qualifier)),
+        }
+    }
+}
+
+/// The streaming filter. Feed it cells in `CellComparator` order (a merge of every source).
+#[derive(Debug)]
+pub struct Matcher {
+    query: ReadQuery,
+    families: HashMap<Bytes, FamilyRules>,
+    /// The (row, family) the trackers below describe.
+    group: Option<(Bytes, Bytes)>,
+    family_delete_ts: Option<i64>,
+    family_version_deletes: HashSet<i64>,
+    rules: FamilyRules,
+    /// The qualifier the column trackers below describe.
+    column: Option<Bytes>,
+    column_delete_ts: Option<i64>,
+    version_deletes: HashSet<i64>,
+    last_ts: Option<i64>,
+    counted: u32,
+    column_done: bool,
+}
+
+impl Matcher {
+    /// A matcher for `query`, with `families`' rules (a family not listed gets the defaults).
+    pub fn new(query: ReadQuery, families: HashMap<Bytes, FamilyRules>) -> Matcher {
+        Matcher {
+            query,
+            families,
+            group: None,
+            family_delete_ts: None,
+            family_version_deletes: HashSet::new(),
+            rules: FamilyRules::default(),
+            column: None,
+            column_delete_ts: None,
+            version_deletes: HashSet::new(),
+            last_ts: None,
+            counted: 0,
+            column_done: false,
+        }
+    }
+
+    /// True if `cell` belongs in the read's result.
+    pub fn admit(&mut self, cell: &Cell) -> bool {
+        if cell.sequence_id() > self.query.read_point {
+            return false;
+        }
+        self.enter(cell);
+        let ts = cell.timestamp();
+        match cell.cell_type() {
+            CellType::Put => {}
+            kind => {
+                // HBase tracks markers that are within or after the time range only.
+                if ts >= self.query.time_range.min {
+                    match kind {
+                        CellType::DeleteFamily => {
+                            self.family_delete_ts =
+                                Some(self.family_delete_ts.map_or(ts, |t| t.max(ts)));
+                        }
+                        CellType::DeleteFamilyVersion => {
+                            self.family_version_deletes.insert(ts);
+                        }
+                        CellType::DeleteColumn => {
+                            self.column_delete_ts =
+                                Some(self.column_delete_ts.map_or(ts, |t| t.max(ts)));
+                        }
+                        CellType::Delete => {
+                            self.version_deletes.insert(ts);
+                        }
+                        // Seek-only types never reach a store; nothing to track.
+                        CellType::Put | CellType::Minimum | CellType::Maximum => {}
+                    }
+                }
+                return false;
+            }
+        }
+        if self.column_done || !self.query.wants(cell.family(), cell.qualifier()) {
+            return false;
+        }
+        let masked = self.family_delete_ts.is_some_and(|t| ts <= t)
+            || self.family_version_deletes.contains(&ts)
+            || self.column_delete_ts.is_some_and(|t| ts <= t)
+            || self.version_deletes.contains(&ts);
+        if masked {
+            return false;
+        }
+        let range = self.query.time_range;
+        if ts >= range.max {
+            return false;
+        }
+        if ts < range.min {
+            self.column_done = true;
+            return false;
+        }
+        if self.last_ts == Some(ts) {
+            return false; // an older put with the same timestamp
+        }
+        self.last_ts = Some(ts);
+        self.counted += 1;
+        let max = self.query.max_versions.min(self.rules.max_versions);
+        if self.counted > max {
+            self.column_done = true;
+            return false;
+        }
+        let expired = self
+            .rules
+            .ttl_ms
+            .is_some_and(|ttl| ts < self.query.now_ms.saturating_sub(ttl));
+        if expired && self.counted > self.rules.min_versions {
+            self.column_done = true;
+            return false;
+        }
+        true
+    }
+
+    /// Resets the trackers when `cell` starts a new (row, family) or a new column.
+    fn enter(&mut self, cell: &Cell) {
+        let same_group = self
+            .group
+            .as_ref()
+            .is_some_and(|(r, f)| r == cell.row() && f == cell.family());
+        if !same_group {
+            self.group = Some((cell.row().clone(), cell.family().clone()));
+            self.family_delete_ts = None;
+            self.family_version_deletes.clear();
+            self.rules = self
+                .families
+                .get(cell.family())
+                .copied()
+                .unwrap_or_default();
+            self.column = None;
+        }
+        if self.column.as_ref() != Some(cell.qualifier()) {
+            self.column = Some(cell.qualifier().clone());
+            self.column_delete_ts = None;
+            self.version_deletes.clear();
+            self.last_ts = None;
+            self.counted = 0;
+            self.column_done = false;
+        }
+    }
+}
