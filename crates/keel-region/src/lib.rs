@@ -2,9 +2,13 @@
 //! compose keel-wal, keel-mvcc, keel-memstore, keel-storefile and keel-blockcache into tables
 //! with the reordered write path, the read path, flush and WAL replay.
 //!
-//! Built so far: [`matcher`], HBase's read-side cell semantics (delete markers, versions, min
-//! versions, TTL, time range, MVCC visibility) as a streaming filter over the merged cells of
-//! every source, which the read path and compactions will both run.
+//! Built so far:
+//! - [`Region`]: one region's stores (a memstore and committed store files per family), the
+//!   HBASE-15158 write path ([`Region::mutate`], with per-stage [`WriteTimings`]), gets merged
+//!   from memstore and store files ([`Region::get`]), flush with an atomic manifest commit
+//!   ([`Region::flush`]), and WAL replay on open.
+//! - [`matcher`], HBase's read-side cell semantics (delete markers, versions, min versions, TTL,
+//!   time range, MVCC visibility) as a streaming filter over the merged cells of every source.
 //!
 //! ```
 //! use std::collections::HashMap;
@@ -26,7 +30,14 @@
 
 #![warn(missing_docs)]
 
+mod error;
+mod manifest;
 pub mod matcher;
+mod region;
+
+pub use error::RegionError;
+pub use keel_wal::Durability;
+pub use region::{FamilyOptions, Region, WriteTimings};
 
 #[cfg(test)]
 mod tests;

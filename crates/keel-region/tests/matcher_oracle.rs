@@ -4,6 +4,8 @@
 //! admits exactly the puts the oracle's set-based rules select. The oracle states each rule over
 //! whole sets of cells, not as a running state, so tracker resets and ordering are checked too.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
@@ -100,74 +102,6 @@ fn case_strategy() -> impl Strategy<Value = Case> {
         )
 }
 
-/// The oracle: a put is returned iff every rule, stated over sets, holds.
-fn oracle(cells: &[Cell], case: &Case) -> Vec<Cell> {
-    let q = &case.query;
-    let visible: Vec<&Cell> = cells
-        .iter()
-        .filter(|c| c.sequence_id() <= q.read_point)
-        .collect();
-    let same_group = |a: &Cell, b: &Cell| a.row() == b.row() && a.family() == b.family();
-    let masked = |p: &Cell| {
-        visible.iter().any(|m| {
-            same_group(m, p)
-                && m.timestamp() >= q.time_range.min
-                && match m.cell_type() {
-                    CellType::DeleteFamily => p.timestamp() <= m.timestamp(),
-                    CellType::DeleteFamilyVersion => p.timestamp() == m.timestamp(),
-                    CellType::DeleteColumn => {
-                        m.qualifier() == p.qualifier() && p.timestamp() <= m.timestamp()
-                    }
-                    CellType::Delete => {
-                        m.qualifier() == p.qualifier() && p.timestamp() == m.timestamp()
-                    }
-                    _ => false,
-                }
-        })
-    };
-    let wanted = |p: &Cell| match &q.columns {
-        None => true,
-        Some(cols) => cols.iter().any(|(f, qual)| {
-            f == p.family() && qual.as_ref().is_none_or(|qual| qual == p.qualifier())
-        }),
-    };
-    // Candidate versions: visible, unmasked, in range puts; per column and timestamp, the one
-    // with the highest sequence id.
-    let mut winners: BTreeMap<(Bytes, Bytes, Bytes, i64), &Cell> = BTreeMap::new();
-    for p in &visible {
-        if p.cell_type() != CellType::Put || masked(p) || !q.time_range.contains(p.timestamp()) {
-            continue;
-        }
-        let key = (
-            p.row().clone(),
-            p.family().clone(),
-            p.qualifier().clone(),
-            p.timestamp(),
-        );
-        let better = winners
-            .get(&key)
-            .is_none_or(|w| p.sequence_id() > w.sequence_id());
-        if better {
-            winners.insert(key, p);
-        }
-    }
-    let max = q.max_versions.min(case.rules.max_versions);
-    let mut out: Vec<Cell> = winners
-        .iter()
-        .filter(|((row, family, qualifier, ts), p)| {
-            let rank = winners
-                .keys()
-                .filter(|(r, f, ql, t)| r == row && f == family && ql == qualifier && t >= ts)
-                .count() as u32;
-            let expired = case.rules.ttl_ms.is_some_and(|ttl| *ts < q.now_ms - ttl);
-            wanted(p) && rank <= max && (!expired || rank <= case.rules.min_versions)
-        })
-        .map(|(_, p)| (*p).clone())
-        .collect();
-    out.sort_by(|a, b| a.key().cmp(b.key()));
-    out
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
@@ -183,6 +117,6 @@ proptest! {
         families.insert(Bytes::from("g"), case.rules);
         let mut matcher = Matcher::new(case.query.clone(), families);
         let admitted: Vec<Cell> = cells.iter().filter(|c| matcher.admit(c)).cloned().collect();
-        prop_assert_eq!(admitted, oracle(&cells, &case));
+        prop_assert_eq!(admitted, common::oracle(&cells, &case.query, &case.rules));
     }
 }

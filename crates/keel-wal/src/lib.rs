@@ -47,4 +47,4 @@ pub use metrics::{AppendTimings, WalStats};
 pub use options::{Durability, WalOptions};
 pub use replay::{RecoveryMode, Replay, ReplayOptions, TailCut, replay};
 pub use segment::{DEFAULT_MAX_ENTRY_SIZE, SegmentWriter};
-pub use wal::{AppendReceipt, Wal};
+pub use wal::{AppendReceipt, PendingAppend, Wal};

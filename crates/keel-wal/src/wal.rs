@@ -140,6 +140,19 @@ impl Wal {
         entry: &WalEntry,
         durability: Durability,
     ) -> Result<AppendReceipt, WalError> {
+        self.enqueue(entry, durability)?.wait()
+    }
+
+    /// The first half of [`Wal::append`]: puts `entry` in the log's order (checking its sequence
+    /// id) and returns at once; [`PendingAppend::wait`] then waits for the durability asked. A
+    /// region enqueues while holding its MVCC begin order, so entries reach the log in sequence
+    /// order, and waits after releasing it, so writers still share group commits (HBase's
+    /// `append` then `sync(txid)`).
+    pub fn enqueue(
+        &self,
+        entry: &WalEntry,
+        durability: Durability,
+    ) -> Result<PendingAppend<'_>, WalError> {
         let started = Instant::now();
         let shared = &self.shared;
         let size = entry.encoded_len();
@@ -162,9 +175,11 @@ impl Wal {
         }
         if durability == Durability::SkipWal {
             state.last_sequence.insert(entry.region, entry.sequence_id);
-            return Ok(AppendReceipt {
+            return Ok(PendingAppend {
+                wal: self,
                 lsn: None,
-                timings: AppendTimings::default(),
+                durability,
+                started,
             });
         }
         // Bounded memory: wait for the writer to drain the buffer.
@@ -189,14 +204,32 @@ impl Wal {
         }
         shared.work.notify_one();
         shared.metrics.appended(size);
+        Ok(PendingAppend {
+            wal: self,
+            lsn: Some(lsn),
+            durability,
+            started,
+        })
+    }
+
+    fn wait_durable(
+        &self,
+        lsn: u64,
+        durability: Durability,
+        started: Instant,
+    ) -> Result<AppendReceipt, WalError> {
+        let shared = &self.shared;
+        let mut state = shared.state.lock();
         let done = |s: &State| match durability {
             Durability::FsyncWal => s.synced_lsn >= lsn,
             Durability::SyncWal => s.written_lsn >= lsn,
             _ => true,
         };
+        // Checked before each wait: the WAL may have been poisoned between `enqueue` and here,
+        // and then no progress will ever come to wake this waiter.
         while !done(&state) {
-            shared.progress.wait(&mut state);
             check_usable(&state)?;
+            shared.progress.wait(&mut state);
         }
         let (write, sync) = state
             .batches
@@ -312,6 +345,29 @@ impl Wal {
 impl Drop for Wal {
     fn drop(&mut self) {
         let _ = self.shutdown();
+    }
+}
+
+/// An entry in the log's order, not yet as durable as asked: [`PendingAppend::wait`] for that.
+#[derive(Debug)]
+#[must_use = "an enqueued entry is not durable until waited for"]
+pub struct PendingAppend<'a> {
+    wal: &'a Wal,
+    lsn: Option<u64>,
+    durability: Durability,
+    started: Instant,
+}
+
+impl PendingAppend<'_> {
+    /// Waits until the entry is as durable as its level asks, and reports where time went.
+    pub fn wait(self) -> Result<AppendReceipt, WalError> {
+        match self.lsn {
+            None => Ok(AppendReceipt {
+                lsn: None,
+                timings: AppendTimings::default(),
+            }),
+            Some(lsn) => self.wal.wait_durable(lsn, self.durability, self.started),
+        }
     }
 }
 

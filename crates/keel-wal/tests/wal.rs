@@ -322,3 +322,23 @@ fn the_pending_buffer_is_bounded() {
     wal.sync().unwrap();
     assert_eq!(replayed(&fs).len(), 320);
 }
+
+#[test]
+fn enqueue_orders_entries_and_wait_makes_them_durable_in_any_order() {
+    let (_, fs) = fault_fs();
+    let wal = open(&fs, WalOptions::default());
+    // Enqueued in sequence order, waited for in reverse: both acknowledged and durable.
+    let first = wal.enqueue(&entry(1, 1, 10), Durability::FsyncWal).unwrap();
+    let second = wal.enqueue(&entry(1, 2, 10), Durability::SyncWal).unwrap();
+    assert!(
+        wal.enqueue(&entry(1, 2, 10), Durability::SyncWal).is_err(),
+        "order is checked at enqueue"
+    );
+    let skipped = wal.enqueue(&entry(1, 3, 10), Durability::SkipWal).unwrap();
+    assert!(second.wait().unwrap().lsn.is_some());
+    assert!(first.wait().unwrap().lsn.is_some());
+    assert_eq!(skipped.wait().unwrap().lsn, None);
+    wal.close().unwrap();
+    let seqs: Vec<u64> = replayed(&fs).iter().map(|e| e.sequence_id).collect();
+    assert_eq!(seqs, [1, 2]);
+}

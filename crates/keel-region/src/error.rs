@@ -1,0 +1,54 @@
+//! What a region operation can fail with, naming what it was doing.
+
+use std::path::PathBuf;
+
+/// A region error.
+#[derive(Debug, thiserror::Error)]
+pub enum RegionError {
+    /// The write-ahead log failed (the edit is not acknowledged).
+    #[error("WAL: {0}")]
+    Wal(#[from] keel_wal::WalError),
+    /// A store file could not be written or read.
+    #[error("store file: {0}")]
+    StoreFile(#[from] keel_storefile::StoreFileError),
+    /// Row locks could not be taken in time.
+    #[error("row lock: {0}")]
+    RowLock(#[from] keel_mvcc::RowLockError),
+    /// MVCC refused to move (region open).
+    #[error("MVCC: {0}")]
+    Mvcc(#[from] keel_mvcc::MvccError),
+    /// The file system failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The manifest is damaged.
+    #[error("{path}: corrupt manifest: {what}")]
+    CorruptManifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What was wrong.
+        what: String,
+    },
+    /// A cell names a family the region does not have.
+    #[error("no column family {family} in region {region}")]
+    NoSuchFamily {
+        /// The family, printable.
+        family: String,
+        /// The region id.
+        region: u64,
+    },
+}
+
+pub(crate) fn io(op: &'static str, path: &std::path::Path, source: std::io::Error) -> RegionError {
+    RegionError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    }
+}
