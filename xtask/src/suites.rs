@@ -54,6 +54,12 @@ const BENCHES: &[Suite] = &[
         target: "memstore",
     },
     Suite {
+        name: "increment",
+        about: "HBASE-15158's IncrementPerformanceTest: 80 threads, hot rows, new vs legacy write order",
+        package: "keel-region",
+        target: "increment",
+    },
+    Suite {
         name: "storefile",
         about: "keel-storefile write/scan MB/s vs a raw read, gets with and without bloom, size per encoding",
         package: "keel-storefile",

@@ -126,6 +126,18 @@ impl MemStore {
         }
     }
 
+    /// Takes back cells added by a write whose log sync then failed (the pre-HBASE-15158 write
+    /// order rolls back this way): each cell stored under exactly its key, sequence id included,
+    /// is removed from the active segment. Returns how many were found. The write's MVCC entry
+    /// must not have completed, so no reader could have seen them.
+    pub fn rollback(&self, cells: &[Cell]) -> usize {
+        let segments = self.segments.read();
+        cells
+            .iter()
+            .filter(|cell| segments.active.remove(cell.key(), &self.active_size))
+            .count()
+    }
+
     /// Cells in `range` visible at `read_point`, from the active segment and the pending
     /// snapshot merged.
     pub fn scanner(&self, range: impl RangeBounds<CellKey>, read_point: u64) -> MemStoreScanner {

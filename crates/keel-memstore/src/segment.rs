@@ -106,6 +106,14 @@ impl SizeCounters {
         }
     }
 
+    /// Takes a removed cell back out of the sizes. The timestamp and sequence bounds stay as
+    /// they were: wider bounds are safe (a reader may look at a segment it could skip; the WAL
+    /// keeps an entry a little longer), narrower ones would not be.
+    fn unrecord(&self, data_bytes: u64) {
+        self.data_bytes.fetch_sub(data_bytes, Ordering::Relaxed);
+        self.cell_count.fetch_sub(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn read(&self) -> SegmentSize {
         let cell_count = self.cell_count.load(Ordering::Relaxed);
         SegmentSize {
@@ -198,6 +206,18 @@ impl Segment {
     /// Appends to `out` up to `max` cells visible at `read_point`, in order, from `from` (the
     /// segment's first cell when unbounded) until `end`: one skiplist search, then a walk along
     /// the bottom level, so a scan pays one search per batch rather than per cell.
+    /// Removes the cell stored under exactly `key` (sequence id included); true if there was
+    /// one. Its MSLAB bytes stay in their chunk until the segment is dropped.
+    pub(crate) fn remove(&self, key: &CellKey, counters: &SizeCounters) -> bool {
+        match self.cells.remove(key) {
+            Some(entry) => {
+                counters.unrecord(data_len(entry.key(), entry.value()) as u64);
+                true
+            }
+            None => false,
+        }
+    }
+
     pub(crate) fn fill(
         &self,
         from: Bound<&CellKey>,

@@ -250,3 +250,30 @@ fn visit_borrows_in_scanner_order_and_stops_on_break() {
     });
     assert_eq!(first_two, 2);
 }
+
+#[test]
+fn rollback_removes_exactly_the_written_cells_and_their_size() {
+    for mslab in [false, true] {
+        let store = MemStore::new(small_chunks(mslab));
+        store.add([cell("a", "q", 1, 1, "keep")]);
+        let before = store.active_size();
+        let written = vec![
+            cell("a", "q", 2, 5, "gone"),
+            cell("b", "q", 2, 5, "gone too"),
+        ];
+        store.add(written.clone());
+        // A cell with the same coordinates but another sequence id is not the written one.
+        let stranger = cell("a", "q", 2, 6, "x");
+        assert_eq!(store.rollback(&[stranger]), 0);
+        assert_eq!(store.rollback(&written), 2);
+        assert_eq!(store.rollback(&written), 0, "already gone");
+        let after = store.active_size();
+        assert_eq!(
+            (after.data_bytes, after.cell_count),
+            (before.data_bytes, before.cell_count)
+        );
+        let left: Vec<Cell> = store.scanner(.., u64::MAX).collect();
+        assert_eq!(left.len(), 1);
+        assert_eq!(&left[0].value()[..], b"keep");
+    }
+}

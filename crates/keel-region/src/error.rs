@@ -35,6 +35,25 @@ pub enum RegionError {
         /// What was wrong.
         what: String,
     },
+    /// An increment found a value that is not an 8-byte counter.
+    #[error("row {row}: the counter cell holds {len} bytes, not 8")]
+    NotACounter {
+        /// The row, printable.
+        row: String,
+        /// The value's length.
+        len: usize,
+    },
+    /// A single-row operation was given cells of another row.
+    #[error("check-and-mutate on row {row} got a cell of row {other}")]
+    NotOneRow {
+        /// The checked row.
+        row: String,
+        /// The other row.
+        other: String,
+    },
+    /// A cell could not be built (a limit was exceeded).
+    #[error("bad cell: {0}")]
+    BadCell(String),
     /// A cell names a family the region does not have.
     #[error("no column family {family} in region {region}")]
     NoSuchFamily {

@@ -37,7 +37,7 @@ mod region;
 
 pub use error::RegionError;
 pub use keel_wal::Durability;
-pub use region::{FamilyOptions, Region, WriteTimings};
+pub use region::{FamilyOptions, Region, WriteOrder, WriteTimings};
 
 #[cfg(test)]
 mod tests;

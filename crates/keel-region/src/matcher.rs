@@ -214,7 +214,18 @@ impl Matcher {
             self.column_done = true;
             return false;
         }
+        if self.counted == max {
+            // Nothing older in this column can be returned (HBase's INCLUDE_AND_SEEK_NEXT_COL).
+            self.column_done = true;
+        }
         true
+    }
+
+    /// True once nothing more of the current column can be admitted: the caller may seek its
+    /// sources past the column (HBase's `SEEK_NEXT_COL`) instead of feeding every older version
+    /// — unless the column is the empty qualifier, which also holds the family's delete markers.
+    pub fn column_done(&self) -> bool {
+        self.column_done
     }
 
     /// Resets the trackers when `cell` starts a new (row, family) or a new column.

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use keel_cell::{Cell, CellType, LATEST_TIMESTAMP};
 use keel_fs::{FileSystem, StdFs};
 use keel_region::matcher::{FamilyRules, ReadQuery};
-use keel_region::{Durability, FamilyOptions, Region};
+use keel_region::{Durability, FamilyOptions, Region, WriteOrder};
 use keel_wal::{Wal, WalOptions};
 use proptest::prelude::*;
 
@@ -35,6 +35,10 @@ struct Opened {
 }
 
 fn open(dir: &Path, rules: FamilyRules) -> Opened {
+    open_with(dir, rules, WriteOrder::Reordered)
+}
+
+fn open_with(dir: &Path, rules: FamilyRules, order: WriteOrder) -> Opened {
     let wal = Arc::new(Wal::open(fs(), &dir.join("wal"), WalOptions::default()).expect("wal"));
     let region = Region::open(
         fs(),
@@ -43,7 +47,8 @@ fn open(dir: &Path, rules: FamilyRules) -> Opened {
         1,
         families(rules),
     )
-    .expect("region");
+    .expect("region")
+    .with_write_order(order);
     Opened { region, wal }
 }
 
@@ -268,16 +273,18 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(40))]
+    #![proptest_config(ProptestConfig::with_cases(120))]
 
     #[test]
     fn random_writes_flushes_and_restarts_match_the_oracle(
         ops in prop::collection::vec(op_strategy(), 1..25),
         max_versions in 1u32..4,
+        legacy in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
         let rules = FamilyRules { max_versions, ..FamilyRules::default() };
-        let mut o = open(dir.path(), rules);
+        let order = if legacy { WriteOrder::Legacy } else { WriteOrder::Reordered };
+        let mut o = open_with(dir.path(), rules, order);
         // What the region acknowledged, with the sequence ids it must have given (one per
         // write, increasing, as MVCC hands them out).
         let mut written: Vec<Cell> = Vec::new();
@@ -297,7 +304,7 @@ proptest! {
                 }
                 Op::Reopen => {
                     close(o);
-                    o = open(dir.path(), rules);
+                    o = open_with(dir.path(), rules, order);
                 }
             }
             let query = ReadQuery { max_versions: 10, ..ReadQuery::latest(u64::MAX, 0) };
@@ -316,5 +323,170 @@ proptest! {
             }
         }
         close(o);
+    }
+}
+
+#[test]
+fn concurrent_increments_reach_exact_totals_in_both_write_orders() {
+    for order in [WriteOrder::Reordered, WriteOrder::Legacy] {
+        concurrent_increments(order);
+    }
+}
+
+fn concurrent_increments(order: WriteOrder) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = open_with(dir.path(), FamilyRules::default(), order);
+    std::thread::scope(|scope| {
+        for t in 0..16 {
+            let region = &o.region;
+            scope.spawn(move || {
+                for i in 0..200 {
+                    let counter = format!("c{}", (i + t) % 8);
+                    region
+                        .increment(counter.as_bytes(), b"f", b"n", 1, Durability::SyncWal)
+                        .expect("increment");
+                }
+            });
+        }
+        let region = &o.region;
+        scope.spawn(move || {
+            for _ in 0..3 {
+                region.flush().expect("flush");
+            }
+        });
+    });
+    let total: i64 = (0..8)
+        .map(|c| {
+            let (value, _) = o
+                .region
+                .increment(
+                    format!("c{c}").as_bytes(),
+                    b"f",
+                    b"n",
+                    0,
+                    Durability::SyncWal,
+                )
+                .expect("read");
+            value
+        })
+        .sum();
+    assert_eq!(total, 16 * 200);
+    close(o);
+}
+
+#[test]
+fn increments_append_and_check_and_mutate_read_modify_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = open(dir.path(), FamilyRules::default());
+    let r = &o.region;
+    assert_eq!(
+        r.increment(b"row", b"f", b"n", 5, Durability::SyncWal)
+            .expect("inc")
+            .0,
+        5
+    );
+    assert_eq!(
+        r.increment(b"row", b"f", b"n", -2, Durability::SyncWal)
+            .expect("inc")
+            .0,
+        3
+    );
+    // Timestamps strictly increase even within one millisecond.
+    let cells = r.get(b"row", &all_versions()).expect("get");
+    assert_eq!(cells.len(), 1, "one version kept");
+    r.mutate(vec![put("row", "s", 1, "abc")], Durability::SyncWal)
+        .expect("put");
+    let err = r
+        .increment(b"row", b"f", b"s", 1, Durability::SyncWal)
+        .unwrap_err();
+    assert!(err.to_string().contains("not 8"), "{err}");
+    assert_eq!(
+        &r.append(b"row", b"f", b"s", b"def", Durability::SyncWal)
+            .expect("append")
+            .0[..],
+        b"abcdef"
+    );
+    let applied = r
+        .check_and_mutate(
+            b"row",
+            b"f",
+            b"s",
+            |v| v.is_some_and(|v| &v[..] == b"nope"),
+            vec![put("row", "t", 1, "x")],
+            Durability::SyncWal,
+        )
+        .expect("cam");
+    assert!(!applied);
+    let applied = r
+        .check_and_mutate(
+            b"row",
+            b"f",
+            b"s",
+            |v| v.is_some_and(|v| &v[..] == b"abcdef"),
+            vec![put("row", "t", 1, "x")],
+            Durability::SyncWal,
+        )
+        .expect("cam");
+    assert!(applied);
+    let absent = r
+        .check_and_mutate(
+            b"row",
+            b"f",
+            b"missing",
+            |v| v.is_none(),
+            vec![put("row", "u", 1, "y")],
+            Durability::SyncWal,
+        )
+        .expect("cam");
+    assert!(absent);
+    assert!(
+        r.check_and_mutate(
+            b"row",
+            b"f",
+            b"s",
+            |_| true,
+            vec![put("other", "t", 1, "x")],
+            Durability::SyncWal
+        )
+        .is_err()
+    );
+    close(o);
+}
+
+#[test]
+fn a_write_whose_wal_sync_fails_is_never_visible_in_either_order() {
+    use keel_fs::{Fault, FaultFs};
+    for order in [WriteOrder::Reordered, WriteOrder::Legacy] {
+        let faults = Arc::new(FaultFs::new());
+        let fs: Arc<dyn FileSystem> = faults.clone();
+        let wal = Arc::new(
+            Wal::open(Arc::clone(&fs), Path::new("/wal"), WalOptions::default()).expect("wal"),
+        );
+        let region = Region::open(
+            Arc::clone(&fs),
+            Path::new("/region"),
+            Arc::clone(&wal),
+            1,
+            families(FamilyRules::default()),
+        )
+        .expect("region")
+        .with_write_order(order);
+        region
+            .mutate(vec![put("a", "q", 1, "ok")], Durability::FsyncWal)
+            .expect("first write");
+        faults.inject(Fault::fail_sync(1).on_path("wal").sticky());
+        let err = region
+            .mutate(vec![put("b", "q", 1, "lost")], Durability::FsyncWal)
+            .unwrap_err();
+        assert!(err.to_string().contains("WAL"), "{order:?}: {err}");
+        assert!(
+            region.get(b"b", &all_versions()).expect("get").is_empty(),
+            "{order:?}: a failed write became visible"
+        );
+        assert_eq!(
+            values(&region.get(b"a", &all_versions()).expect("get")),
+            ["ok"]
+        );
+        assert_eq!(region.write_order(), order);
     }
 }
