@@ -41,7 +41,7 @@ const EXPERIMENTS: &[Experiment] = &[
         name: "write-path",
         hbase: "HBASE-15158",
         mechanism: "locks, MVCC, WAL append+sync, memstore, visible, unlock (keel-region)",
-        status: "planned",
+        status: "crate-level: cargo xtask bench increment",
     },
     Experiment {
         name: "bufpool",
