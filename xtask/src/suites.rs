@@ -182,6 +182,12 @@ const CRASHES: &[Suite] = &[
         package: "keel-wal",
         target: "crash",
     },
+    Suite {
+        name: "region",
+        about: "keel-region: SIGKILL a child writing, incrementing and flushing; every ack survives",
+        package: "keel-region",
+        target: "crash",
+    },
 ];
 
 /// `cargo xtask model`: shuttle models, built with `--cfg shuttle` (keel-sync then hands out
