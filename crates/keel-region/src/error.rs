@@ -51,6 +51,24 @@ pub enum RegionError {
         /// The other row.
         other: String,
     },
+    /// No table of that name.
+    #[error("no table {0}")]
+    NoSuchTable(String),
+    /// A table of that name exists already.
+    #[error("table {0} exists")]
+    TableExists(String),
+    /// The table is disabled.
+    #[error("table {0} is disabled")]
+    TableDisabled(String),
+    /// The table must be disabled first.
+    #[error("table {0} is enabled: disable it first")]
+    TableEnabled(String),
+    /// A table name outside `[A-Za-z0-9_.-]{1,255}`.
+    #[error("bad table name {0:?}: use letters, digits, '_', '-' and '.'")]
+    BadTableName(String),
+    /// A table needs at least one column family.
+    #[error("table {0} needs at least one column family")]
+    NoFamilies(String),
     /// A cell could not be built (a limit was exceeded).
     #[error("bad cell: {0}")]
     BadCell(String),

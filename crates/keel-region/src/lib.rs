@@ -30,14 +30,22 @@
 
 #![warn(missing_docs)]
 
+mod catalog;
 mod error;
 mod manifest;
 pub mod matcher;
 mod region;
+mod server;
 
 pub use error::RegionError;
 pub use keel_wal::Durability;
 pub use region::{FamilyOptions, Region, WriteOrder, WriteTimings};
+pub use server::{RegionServer, ServerOptions, Table};
+
+/// The README's embedded example, compiled and run as a doctest.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
 
 #[cfg(test)]
 mod tests;

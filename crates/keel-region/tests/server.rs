@@ -1,0 +1,103 @@
+//! The region server: tables created, listed, disabled, enabled and deleted, with the catalog
+//! and the data surviving a restart; bad names and states refused with typed errors.
+
+use keel_region::{FamilyOptions, RegionError, RegionServer, ServerOptions};
+
+#[test]
+fn tables_and_their_data_survive_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let t = server
+        .create_table("t1", vec![FamilyOptions::new("f"), FamilyOptions::new("g")])
+        .expect("create");
+    server
+        .create_table("t2", vec![FamilyOptions::new("f")])
+        .expect("create");
+    t.put(b"r", b"f", b"q", b"v1").expect("put");
+    assert_eq!(t.increment(b"r", b"g", b"n", 5).expect("inc"), 5);
+    t.flush().expect("flush");
+    t.put(b"r2", b"f", b"q", b"unflushed").expect("put");
+    drop(t);
+    server.close().expect("close");
+
+    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("reopen");
+    assert_eq!(server.list_tables(), ["t1", "t2"]);
+    let t = server.table("t1").expect("table");
+    assert_eq!(
+        t.get_value(b"r", b"f", b"q").expect("get").as_deref(),
+        Some(&b"v1"[..])
+    );
+    assert_eq!(
+        t.get_value(b"r2", b"f", b"q").expect("get").as_deref(),
+        Some(&b"unflushed"[..])
+    );
+    assert_eq!(t.increment(b"r", b"g", b"n", 1).expect("inc"), 6);
+    // Tables keep their own regions: t2 does not see t1's rows.
+    assert!(
+        server
+            .table("t2")
+            .expect("t2")
+            .get_value(b"r", b"f", b"q")
+            .expect("get")
+            .is_none()
+    );
+    drop(t);
+    server.close().expect("close");
+}
+
+#[test]
+fn table_states_and_names_are_checked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    assert!(matches!(
+        server.create_table("bad name", vec![FamilyOptions::new("f")]),
+        Err(RegionError::BadTableName(_))
+    ));
+    assert!(matches!(
+        server.create_table("t", vec![]),
+        Err(RegionError::NoFamilies(_))
+    ));
+    let t = server
+        .create_table("t", vec![FamilyOptions::new("f")])
+        .expect("create");
+    assert!(matches!(
+        server.create_table("t", vec![FamilyOptions::new("f")]),
+        Err(RegionError::TableExists(_))
+    ));
+    t.put(b"r", b"f", b"q", b"v").expect("put");
+    drop(t);
+    assert!(matches!(
+        server.delete_table("t"),
+        Err(RegionError::TableEnabled(_))
+    ));
+    server.disable_table("t").expect("disable");
+    assert!(matches!(
+        server.table("t"),
+        Err(RegionError::TableDisabled(_))
+    ));
+    server.enable_table("t").expect("enable");
+    assert_eq!(
+        server
+            .table("t")
+            .expect("t")
+            .get_value(b"r", b"f", b"q")
+            .expect("get")
+            .as_deref(),
+        Some(&b"v"[..]),
+        "data kept across disable/enable"
+    );
+    server.disable_table("t").expect("disable");
+    server.delete_table("t").expect("delete");
+    assert!(server.list_tables().is_empty());
+    assert!(matches!(
+        server.table("t"),
+        Err(RegionError::NoSuchTable(_))
+    ));
+    // A table created again under the same name starts empty.
+    let t = server
+        .create_table("t", vec![FamilyOptions::new("f")])
+        .expect("create again");
+    assert!(t.get_value(b"r", b"f", b"q").expect("get").is_none());
+    drop(t);
+    server.close().expect("close");
+}
