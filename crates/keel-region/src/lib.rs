@@ -35,11 +35,13 @@ mod error;
 mod manifest;
 pub mod matcher;
 mod region;
+mod scan;
 mod server;
 
 pub use error::RegionError;
 pub use keel_wal::Durability;
 pub use region::{FamilyOptions, Region, WriteOrder, WriteTimings};
+pub use scan::{ColumnValueFilter, CompareOp, Scan};
 pub use server::{RegionServer, ServerOptions, Table};
 
 /// The README's embedded example, compiled and run as a doctest.

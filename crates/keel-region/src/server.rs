@@ -338,6 +338,11 @@ impl Table {
         self.region.get(row, query)
     }
 
+    /// The rows `scan` selects.
+    pub fn scan(&self, scan: &crate::scan::Scan) -> Result<Vec<Vec<Cell>>, RegionError> {
+        self.region.scan(scan)
+    }
+
     /// The latest value of one column, if any.
     pub fn get_value(
         &self,

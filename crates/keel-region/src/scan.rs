@@ -1,0 +1,181 @@
+//! Scans: rows of a range (or prefix) with HBase's semantics, through one consistent set of
+//! sources — memstore segments and store files taken at the start, at one read point, so a flush
+//! during the scan changes nothing it returns.
+
+use bytes::Bytes;
+use keel_cell::{Cell, CellKey};
+
+use crate::matcher::ReadQuery;
+
+/// A comparison for [`ColumnValueFilter`] (HBase `CompareOperator`), of the column's value
+/// against the operand, bytewise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareOp {
+    /// value < operand
+    Less,
+    /// value ≤ operand
+    LessOrEqual,
+    /// value = operand
+    Equal,
+    /// value ≠ operand
+    NotEqual,
+    /// value ≥ operand
+    GreaterOrEqual,
+    /// value > operand
+    Greater,
+}
+
+impl CompareOp {
+    /// Whether `value` compares to `operand` as this operator says.
+    pub fn test(self, value: &[u8], operand: &[u8]) -> bool {
+        let ord = value.cmp(operand);
+        match self {
+            CompareOp::Less => ord.is_lt(),
+            CompareOp::LessOrEqual => ord.is_le(),
+            CompareOp::Equal => ord.is_eq(),
+            CompareOp::NotEqual => ord.is_ne(),
+            CompareOp::GreaterOrEqual => ord.is_ge(),
+            CompareOp::Greater => ord.is_gt(),
+        }
+    }
+}
+
+/// HBase's `SingleColumnValueFilter`: keep a row only if its latest value of one column passes
+/// a comparison; a row without the column is kept unless `filter_if_missing`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnValueFilter {
+    /// The column's family.
+    pub family: Bytes,
+    /// The column's qualifier.
+    pub qualifier: Bytes,
+    /// The comparison.
+    pub op: CompareOp,
+    /// The operand.
+    pub value: Bytes,
+    /// Drop rows that lack the column.
+    pub filter_if_missing: bool,
+}
+
+impl ColumnValueFilter {
+    /// Whether the row (its selected cells) passes. The column must be among the selected ones
+    /// for the filter to see it, as in HBase.
+    pub fn keeps(&self, row: &[Cell]) -> bool {
+        let latest = row
+            .iter()
+            .find(|c| c.family() == &self.family && c.qualifier() == &self.qualifier);
+        match latest {
+            Some(cell) => self.op.test(cell.value(), &self.value),
+            None => !self.filter_if_missing,
+        }
+    }
+}
+
+/// What to scan. Rows run from `start_row` (inclusive; empty is the first row) to `stop_row`
+/// (exclusive; empty is past the last); with `reversed`, from `start_row` (inclusive; empty is
+/// the last row) down to `stop_row` (exclusive), as HBase's reversed scans.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scan {
+    /// First row (last, when reversed).
+    pub start_row: Bytes,
+    /// Row where the scan stops, not included.
+    pub stop_row: Bytes,
+    /// Only rows starting with this.
+    pub prefix: Option<Bytes>,
+    /// Columns, time range and versions (its read point is the region's at the scan's start).
+    pub query: ReadQuery,
+    /// Most rows returned.
+    pub limit: Option<usize>,
+    /// Most cells per result: a wider row comes back as several results (HBase `setBatch`).
+    pub batch: Option<usize>,
+    /// Rows in descending order.
+    pub reversed: bool,
+    /// Keep only rows that pass.
+    pub filter: Option<ColumnValueFilter>,
+}
+
+impl Scan {
+    /// Every row, latest version of every column.
+    pub fn all(now_ms: i64) -> Scan {
+        Scan {
+            start_row: Bytes::new(),
+            stop_row: Bytes::new(),
+            prefix: None,
+            query: ReadQuery::latest(0, now_ms),
+            limit: None,
+            batch: None,
+            reversed: false,
+            filter: None,
+        }
+    }
+
+    /// The key forward iteration starts at.
+    pub(crate) fn first_key(&self) -> CellKey {
+        let from = if self.reversed {
+            &self.stop_row
+        } else {
+            &self.start_row
+        };
+        let from = match &self.prefix {
+            Some(prefix) if prefix > from => prefix,
+            _ => from,
+        };
+        CellKey::first_on_row(from.clone())
+    }
+
+    /// Whether forward iteration, now at `row`, has gone past every row the scan can return.
+    pub(crate) fn past_end(&self, row: &[u8]) -> bool {
+        if let Some(prefix) = &self.prefix
+            && row > &prefix[..]
+            && !row.starts_with(prefix)
+        {
+            return true;
+        }
+        let end = if self.reversed {
+            &self.start_row
+        } else {
+            &self.stop_row
+        };
+        if end.is_empty() {
+            return false;
+        }
+        if self.reversed {
+            row > &end[..]
+        } else {
+            row >= &end[..]
+        }
+    }
+
+    /// Whether `row` is in the scan (forward iteration has not passed the end yet).
+    pub(crate) fn includes(&self, row: &[u8]) -> bool {
+        let prefixed = self.prefix.as_ref().is_none_or(|p| row.starts_with(p));
+        let after_start = if self.reversed {
+            // Reversed: stop_row is exclusive below.
+            self.stop_row.is_empty() || row > &self.stop_row[..]
+        } else {
+            row >= &self.start_row[..]
+        };
+        prefixed && after_start
+    }
+
+    /// Splits the rows into results: filter, reverse, limit, batch.
+    pub(crate) fn shape(&self, rows: Vec<Vec<Cell>>) -> Vec<Vec<Cell>> {
+        let mut rows: Vec<Vec<Cell>> = rows
+            .into_iter()
+            .filter(|row| !row.is_empty())
+            .filter(|row| self.filter.as_ref().is_none_or(|f| f.keeps(row)))
+            .collect();
+        if self.reversed {
+            rows.reverse();
+        }
+        if let Some(limit) = self.limit {
+            rows.truncate(limit);
+        }
+        match self.batch {
+            Some(batch) if batch > 0 => rows
+                .into_iter()
+                .flat_map(|row| row.chunks(batch).map(<[Cell]>::to_vec).collect::<Vec<_>>())
+                .collect(),
+            _ => rows,
+        }
+    }
+}
