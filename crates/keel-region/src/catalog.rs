@@ -4,7 +4,7 @@
 //!
 //! Text: `keel-catalog 1`, `next-region <id>`, then per table `table <name> <region id>
 //! <enabled 0|1>` followed by its `family <name hex> <versions> <min versions> <ttl ms or ->
-//! <block size> <encoding> <compression> <bloom>` lines, then `crc <crc32 hex>`.
+//! <block size> <encoding> <compression> <bloom> <in-memory 0|1>` lines, then `crc <crc32 hex>`.
 
 use std::path::Path;
 
@@ -108,6 +108,7 @@ impl Catalog {
                     encoding,
                     compression,
                     bloom,
+                    in_memory,
                 ] => {
                     let table = catalog
                         .tables
@@ -147,6 +148,7 @@ impl Catalog {
                         name: Bytes::from(name),
                         rules,
                         files,
+                        in_memory: *in_memory == "1",
                     });
                 }
                 _ => return Err(corrupt(line)),
@@ -166,7 +168,7 @@ impl Catalog {
             ));
             for f in &t.families {
                 text.push_str(&format!(
-                    "family {} {} {} {} {} {} {} {}\n",
+                    "family {} {} {} {} {} {} {} {} {}\n",
                     hex(&f.name),
                     f.rules.max_versions,
                     f.rules.min_versions,
@@ -175,6 +177,7 @@ impl Catalog {
                     encoding_name(f.files.encoding),
                     compression_name(f.files.compression),
                     bloom_name(f.files.bloom),
+                    u8::from(f.in_memory),
                 ));
             }
         }

@@ -40,7 +40,7 @@ mod server;
 
 pub use error::RegionError;
 pub use keel_wal::Durability;
-pub use region::{FamilyOptions, Region, WriteOrder, WriteTimings};
+pub use region::{BlockReads, FamilyOptions, Region, WriteOrder, WriteTimings};
 pub use scan::{ColumnValueFilter, CompareOp, Scan};
 pub use server::{RegionServer, ServerOptions, Table};
 

@@ -32,6 +32,8 @@ pub struct FamilyOptions {
     pub rules: FamilyRules,
     /// Block size, encoding, compression and bloom filter of its store files.
     pub files: WriterOptions,
+    /// `IN_MEMORY`: its blocks get the block cache's in-memory share (HBase default false).
+    pub in_memory: bool,
 }
 
 impl FamilyOptions {
@@ -41,7 +43,41 @@ impl FamilyOptions {
             name: name.into(),
             rules: FamilyRules::default(),
             files: WriterOptions::default(),
+            in_memory: false,
         }
+    }
+}
+
+/// Where a region's store files get their blocks: straight from the file, or through a shared
+/// keel-blockcache cache (one loader per block on a miss, through the cache's id locks).
+#[derive(Debug, Clone, Default)]
+pub enum BlockReads {
+    /// Every read goes to the file.
+    #[default]
+    Direct,
+    /// Reads go through this cache.
+    Cached(Arc<keel_blockcache::LruBlockCache>),
+}
+
+/// keel-storefile's block source over a keel-blockcache cache.
+#[derive(Debug)]
+struct CachedSource {
+    cache: Arc<keel_blockcache::LruBlockCache>,
+    in_memory: bool,
+}
+
+impl keel_storefile::BlockSource for CachedSource {
+    fn get_or_load(
+        &self,
+        key: keel_storefile::BlockKey,
+        load: &mut dyn FnMut() -> keel_storefile::Result<Bytes>,
+    ) -> keel_storefile::Result<Bytes> {
+        use keel_blockcache::BlockCache;
+        let key = keel_blockcache::BlockKey {
+            file_id: key.file_id,
+            offset: key.offset,
+        };
+        self.cache.get_or_load(key, self.in_memory, load)
     }
 }
 
@@ -76,6 +112,7 @@ pub struct WriteTimings {
 }
 
 struct Store {
+    source: Arc<dyn keel_storefile::BlockSource>,
     rules: FamilyRules,
     files_options: WriterOptions,
     dir: PathBuf,
@@ -138,6 +175,18 @@ impl Region {
         id: u64,
         families: Vec<FamilyOptions>,
     ) -> Result<Region, RegionError> {
+        Region::open_with(fs, dir, wal, id, families, BlockReads::Direct)
+    }
+
+    /// [`Region::open`], with store-file blocks read as `reads` says.
+    pub fn open_with(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        wal: Arc<Wal>,
+        id: u64,
+        families: Vec<FamilyOptions>,
+        reads: BlockReads,
+    ) -> Result<Region, RegionError> {
         fs.create_dir_all(dir)
             .map_err(|e| io("create directory", dir, e))?;
         let manifest = Manifest::load(&*fs, dir)?;
@@ -146,9 +195,17 @@ impl Region {
             let family_dir = dir.join(hex(&family.name));
             fs.create_dir_all(&family_dir)
                 .map_err(|e| io("create directory", &family_dir, e))?;
+            let source: Arc<dyn keel_storefile::BlockSource> = match &reads {
+                BlockReads::Direct => Arc::new(DirectSource),
+                BlockReads::Cached(cache) => Arc::new(CachedSource {
+                    cache: Arc::clone(cache),
+                    in_memory: family.in_memory,
+                }),
+            };
             stores.insert(
                 family.name.clone(),
                 Store {
+                    source,
                     rules: family.rules,
                     files_options: family.files,
                     dir: family_dir,
@@ -169,7 +226,7 @@ impl Region {
                 &*fs,
                 &store.dir.join(name),
                 FILE_IDS.fetch_add(1, Ordering::Relaxed),
-                Arc::new(DirectSource),
+                Arc::clone(&store.source),
             )?;
             max_seq = max_seq.max(reader.info().max_sequence_id);
             store.files.write().push(Arc::new(reader));
@@ -673,7 +730,7 @@ impl Region {
                 &*self.fs,
                 &path,
                 FILE_IDS.fetch_add(1, Ordering::Relaxed),
-                Arc::new(DirectSource),
+                Arc::clone(&self.stores[&name].source),
             )?;
             self.stores[&name].files.write().push(Arc::new(reader));
         }

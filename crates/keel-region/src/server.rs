@@ -15,7 +15,8 @@ use parking_lot::{Mutex, RwLock};
 use crate::catalog::{Catalog, TableEntry};
 use crate::error::{RegionError, io};
 use crate::matcher::ReadQuery;
-use crate::region::{FamilyOptions, Region, WriteOrder, WriteTimings};
+use crate::region::{BlockReads, FamilyOptions, Region, WriteOrder, WriteTimings};
+use keel_blockcache::{BlockCache, CacheStats, LruBlockCache, LruOptions};
 
 /// How a [`RegionServer`] runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +27,10 @@ pub struct ServerOptions {
     pub write_order: WriteOrder,
     /// The shared WAL's settings.
     pub wal: WalOptions,
+    /// Bytes of the LRU block cache every region reads store files through; 0 reads files
+    /// directly. HBase sizes it as `hfile.block.cache.size` (0.4) of the heap; Keel has no heap
+    /// to take a share of, so 256 MiB.
+    pub block_cache_bytes: u64,
 }
 
 impl Default for ServerOptions {
@@ -34,6 +39,7 @@ impl Default for ServerOptions {
             default_durability: Durability::SyncWal,
             write_order: WriteOrder::Reordered,
             wal: WalOptions::default(),
+            block_cache_bytes: 256 << 20,
         }
     }
 }
@@ -49,6 +55,7 @@ pub struct RegionServer {
     dir: PathBuf,
     options: ServerOptions,
     wal: Arc<Wal>,
+    reads: BlockReads,
     tables: RwLock<BTreeMap<String, Hosted>>,
     catalog: Mutex<Catalog>,
 }
@@ -102,11 +109,20 @@ impl RegionServer {
             &dir.join("wal"),
             options.wal.clone(),
         )?);
+        let reads = if options.block_cache_bytes == 0 {
+            BlockReads::Direct
+        } else {
+            BlockReads::Cached(Arc::new(LruBlockCache::new(LruOptions {
+                capacity_bytes: options.block_cache_bytes,
+                ..LruOptions::default()
+            })))
+        };
         let server = RegionServer {
             fs,
             dir: dir.to_path_buf(),
             options,
             wal,
+            reads,
             tables: RwLock::new(BTreeMap::new()),
             catalog: Mutex::new(catalog.clone()),
         };
@@ -126,12 +142,13 @@ impl RegionServer {
 
     fn open_region(&self, entry: &TableEntry) -> Result<Arc<Region>, RegionError> {
         let dir = self.dir.join("data").join(&entry.name);
-        let region = Region::open(
+        let region = Region::open_with(
             Arc::clone(&self.fs),
             &dir,
             Arc::clone(&self.wal),
             entry.region_id,
             entry.families.clone(),
+            self.reads.clone(),
         )?;
         Ok(Arc::new(region.with_write_order(self.options.write_order)))
     }
@@ -232,6 +249,14 @@ impl RegionServer {
         // The catalog no longer names it; its files are garbage now, removed best effort.
         remove_tree(&*self.fs, &self.dir.join("data").join(name));
         Ok(())
+    }
+
+    /// The shared block cache's counters (`None` when reads go straight to files).
+    pub fn block_cache_stats(&self) -> Option<CacheStats> {
+        match &self.reads {
+            BlockReads::Direct => None,
+            BlockReads::Cached(cache) => Some(cache.stats()),
+        }
     }
 
     /// Every table, sorted by name.

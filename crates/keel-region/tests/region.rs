@@ -337,11 +337,11 @@ fn concurrent_increments(order: WriteOrder) {
     let dir = tempfile::tempdir().expect("tempdir");
     let o = open_with(dir.path(), FamilyRules::default(), order);
     std::thread::scope(|scope| {
-        for t in 0..16 {
+        for t in 0..64 {
             let region = &o.region;
             scope.spawn(move || {
-                for i in 0..200 {
-                    let counter = format!("c{}", (i + t) % 8);
+                for i in 0..50 {
+                    let counter = format!("c{}", (i + t) % 16);
                     region
                         .increment(counter.as_bytes(), b"f", b"n", 1, Durability::SyncWal)
                         .expect("increment");
@@ -355,7 +355,7 @@ fn concurrent_increments(order: WriteOrder) {
             }
         });
     });
-    let total: i64 = (0..8)
+    let total: i64 = (0..16)
         .map(|c| {
             let (value, _) = o
                 .region
@@ -370,7 +370,7 @@ fn concurrent_increments(order: WriteOrder) {
             value
         })
         .sum();
-    assert_eq!(total, 16 * 200);
+    assert_eq!(total, 64 * 50);
     close(o);
 }
 
@@ -489,4 +489,59 @@ fn a_write_whose_wal_sync_fails_is_never_visible_in_either_order() {
         );
         assert_eq!(region.write_order(), order);
     }
+}
+
+#[test]
+fn check_and_mutate_is_linearizable_on_one_row() {
+    // 8 threads each try to move a value from n to n + 1 with check-and-mutate (read, then CAS);
+    // every success must be a distinct step, so the final value equals the number of successes.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = open(dir.path(), FamilyRules::default());
+    o.region
+        .mutate(vec![put("cas", "v", 1, "0")], Durability::SyncWal)
+        .expect("seed");
+    let successes = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            let (region, successes) = (&o.region, &successes);
+            scope.spawn(move || {
+                for _ in 0..60 {
+                    let query = ReadQuery::latest(0, 0);
+                    let seen = region.get(b"cas", &query).expect("get")[0].value().clone();
+                    let n: u64 = std::str::from_utf8(&seen)
+                        .expect("utf8")
+                        .parse()
+                        .expect("number");
+                    let next = put("cas", "v", LATEST_TIMESTAMP, &(n + 1).to_string());
+                    let applied = region
+                        .check_and_mutate(
+                            b"cas",
+                            b"f",
+                            b"v",
+                            |v| v == Some(&seen),
+                            vec![next],
+                            Durability::SyncWal,
+                        )
+                        .expect("cam");
+                    if applied {
+                        successes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    let value = o.region.get(b"cas", &ReadQuery::latest(0, 0)).expect("get")[0]
+        .value()
+        .clone();
+    let value: u64 = std::str::from_utf8(&value)
+        .expect("utf8")
+        .parse()
+        .expect("number");
+    let successes = successes.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(value, successes);
+    assert!(
+        successes >= 60,
+        "at least one thread's worth of progress: {successes}"
+    );
+    close(o);
 }

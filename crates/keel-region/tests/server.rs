@@ -101,3 +101,54 @@ fn table_states_and_names_are_checked() {
     drop(t);
     server.close().expect("close");
 }
+
+#[test]
+fn reads_of_store_files_go_through_the_shared_block_cache() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let hot = FamilyOptions {
+        in_memory: true,
+        ..FamilyOptions::new("f")
+    };
+    let t = server.create_table("t", vec![hot]).expect("create");
+    for i in 0..100 {
+        t.put(format!("r{i:03}").as_bytes(), b"f", b"q", b"v")
+            .expect("put");
+    }
+    t.flush().expect("flush");
+    let before = server.block_cache_stats().expect("a cache");
+    for _ in 0..10 {
+        assert!(t.get_value(b"r050", b"f", b"q").expect("get").is_some());
+    }
+    let after = server.block_cache_stats().expect("a cache");
+    assert!(
+        after.misses > before.misses,
+        "the first read loads the block: {after:?}"
+    );
+    assert!(
+        after.hits >= before.hits + 9,
+        "later reads hit it: {after:?}"
+    );
+    drop(t);
+    server.close().expect("close");
+    // The in-memory flag survives in the catalog.
+    let server = RegionServer::open(
+        dir.path(),
+        ServerOptions {
+            block_cache_bytes: 0,
+            ..ServerOptions::default()
+        },
+    )
+    .expect("reopen");
+    assert!(server.block_cache_stats().is_none());
+    assert_eq!(
+        server
+            .table("t")
+            .expect("t")
+            .get_value(b"r050", b"f", b"q")
+            .expect("get")
+            .as_deref(),
+        Some(&b"v"[..])
+    );
+    server.close().expect("close");
+}
