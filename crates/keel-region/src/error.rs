@@ -69,6 +69,9 @@ pub enum RegionError {
     /// A table needs at least one column family.
     #[error("table {0} needs at least one column family")]
     NoFamilies(String),
+    /// The mini-batch an operation was part of failed (the WAL refused it).
+    #[error("batch failed: {0}")]
+    BatchFailed(String),
     /// A cell could not be built (a limit was exceeded).
     #[error("bad cell: {0}")]
     BadCell(String),

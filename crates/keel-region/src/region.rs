@@ -296,20 +296,97 @@ impl Region {
         cells: Vec<Cell>,
         durability: Durability,
     ) -> Result<WriteTimings, RegionError> {
-        for cell in &cells {
-            if !self.stores.contains_key(cell.family()) {
-                return Err(RegionError::NoSuchFamily {
-                    family: escape_bytes(cell.family()),
-                    region: self.id,
-                });
-            }
-        }
+        self.check_families(&cells)?;
         let mut timings = WriteTimings::default();
         let started = Instant::now();
         let rows: BTreeSet<Bytes> = cells.iter().map(|c| c.row().clone()).collect();
         let rows = self.locks.lock_rows(rows, LockMode::Shared, None)?;
         timings.lock_wait = started.elapsed();
         self.write_locked(cells, durability, timings, rows)
+    }
+
+    /// Applies several mutations of one row atomically under the row's exclusive lock (HBase
+    /// `mutateRow`), so no read-modify-write of the row interleaves.
+    pub fn mutate_row(
+        &self,
+        row: &[u8],
+        cells: Vec<Cell>,
+        durability: Durability,
+    ) -> Result<WriteTimings, RegionError> {
+        let row_bytes = Bytes::copy_from_slice(row);
+        if let Some(other) = cells.iter().find(|c| c.row() != &row_bytes) {
+            return Err(RegionError::NotOneRow {
+                row: escape_bytes(row),
+                other: escape_bytes(other.row()),
+            });
+        }
+        self.check_families(&cells)?;
+        let started = Instant::now();
+        let guard = self.locks.lock_row(row_bytes, LockMode::Exclusive, None)?;
+        let timings = WriteTimings {
+            lock_wait: started.elapsed(),
+            ..WriteTimings::default()
+        };
+        self.write_locked(cells, durability, timings, guard)
+    }
+
+    /// Applies many operations (each a set of cells of one row), as HBase's `batch`: an
+    /// operation that is invalid (an unknown family, cells of several rows, no cells) gets its
+    /// error and the others still go, together, as one mini-batch (one WAL entry, one MVCC write,
+    /// shared locks on their rows). Returns one status per operation, in order; a failure of the
+    /// mini-batch itself (the WAL) is every valid operation's status.
+    pub fn batch(
+        &self,
+        operations: Vec<Vec<Cell>>,
+        durability: Durability,
+    ) -> Vec<Result<(), RegionError>> {
+        let mut statuses: Vec<Option<Result<(), RegionError>>> =
+            Vec::with_capacity(operations.len());
+        let mut cells = Vec::new();
+        let mut valid = Vec::new();
+        for (i, op) in operations.into_iter().enumerate() {
+            let status = match op.first() {
+                None => Some(Err(RegionError::BadCell(
+                    "an operation with no cells".to_string(),
+                ))),
+                Some(first) => {
+                    let row = first.row().clone();
+                    if let Some(other) = op.iter().find(|c| c.row() != &row) {
+                        Some(Err(RegionError::NotOneRow {
+                            row: escape_bytes(&row),
+                            other: escape_bytes(other.row()),
+                        }))
+                    } else {
+                        self.check_families(&op).err().map(Err)
+                    }
+                }
+            };
+            if status.is_none() {
+                valid.push(i);
+                cells.extend(op);
+            }
+            statuses.push(status);
+        }
+        if !cells.is_empty() {
+            let outcome = self.mutate(cells, durability);
+            for i in valid {
+                statuses[i] = Some(match &outcome {
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(RegionError::BatchFailed(e.to_string())),
+                });
+            }
+        }
+        statuses.into_iter().map(|s| s.unwrap_or(Ok(()))).collect()
+    }
+
+    fn check_families(&self, cells: &[Cell]) -> Result<(), RegionError> {
+        match cells.iter().find(|c| !self.stores.contains_key(c.family())) {
+            Some(cell) => Err(RegionError::NoSuchFamily {
+                family: escape_bytes(cell.family()),
+                region: self.id,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The write path after the row locks: timestamps, MVCC + WAL, sync, memstore, visible.

@@ -27,6 +27,12 @@ pub struct ServerOptions {
     pub write_order: WriteOrder,
     /// The shared WAL's settings.
     pub wal: WalOptions,
+    /// `hbase.hregion.memstore.flush.size`: a region whose memstores pass this is flushed by the
+    /// server's flusher (128 MiB).
+    pub flush_size: u64,
+    /// How often the flusher looks at every region (it also flushes the regions the WAL names
+    /// when it holds too many segments, HBase's `hbase.regionserver.maxlogs`).
+    pub flush_check_interval: std::time::Duration,
     /// Bytes of the LRU block cache every region reads store files through; 0 reads files
     /// directly. HBase sizes it as `hfile.block.cache.size` (0.4) of the heap; Keel has no heap
     /// to take a share of, so 256 MiB.
@@ -40,6 +46,8 @@ impl Default for ServerOptions {
             write_order: WriteOrder::Reordered,
             wal: WalOptions::default(),
             block_cache_bytes: 256 << 20,
+            flush_size: 128 << 20,
+            flush_check_interval: std::time::Duration::from_millis(100),
         }
     }
 }
@@ -56,8 +64,65 @@ pub struct RegionServer {
     options: ServerOptions,
     wal: Arc<Wal>,
     reads: BlockReads,
-    tables: RwLock<BTreeMap<String, Hosted>>,
+    tables: Arc<RwLock<BTreeMap<String, Hosted>>>,
     catalog: Mutex<Catalog>,
+    flusher: Mutex<Option<Flusher>>,
+    flush_failures: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// The background thread that flushes regions past their flush size or named by the WAL.
+struct Flusher {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl Flusher {
+    fn start(
+        tables: std::sync::Weak<RwLock<BTreeMap<String, Hosted>>>,
+        wal: std::sync::Weak<Wal>,
+        flush_size: u64,
+        interval: std::time::Duration,
+        failures: Arc<std::sync::atomic::AtomicU64>,
+    ) -> std::io::Result<Flusher> {
+        use std::sync::atomic::Ordering;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let handle = std::thread::Builder::new()
+            .name("keel-region-flusher".to_string())
+            .spawn(move || {
+                while !stopped.load(Ordering::Acquire) {
+                    std::thread::park_timeout(interval);
+                    // A dropped server (without close) ends the thread here.
+                    let (Some(tables), Some(wal)) = (tables.upgrade(), wal.upgrade()) else {
+                        return;
+                    };
+                    let wanted: Vec<u64> = wal.regions_to_flush();
+                    let regions: Vec<Arc<Region>> = tables
+                        .read()
+                        .values()
+                        .filter_map(|h| h.region.clone())
+                        .collect();
+                    drop((tables, wal));
+                    for region in regions {
+                        if stopped.load(Ordering::Acquire) {
+                            return;
+                        }
+                        let due =
+                            region.memstore_size() >= flush_size || wanted.contains(&region.id());
+                        if due && region.flush().is_err() {
+                            failures.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            })?;
+        Ok(Flusher { stop, handle })
+    }
+
+    fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        self.handle.thread().unpark();
+        let _ = self.handle.join();
+    }
 }
 
 impl std::fmt::Debug for RegionServer {
@@ -123,8 +188,10 @@ impl RegionServer {
             options,
             wal,
             reads,
-            tables: RwLock::new(BTreeMap::new()),
+            tables: Arc::new(RwLock::new(BTreeMap::new())),
             catalog: Mutex::new(catalog.clone()),
+            flusher: Mutex::new(None),
+            flush_failures: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         };
         for entry in catalog.tables {
             let region = if entry.enabled {
@@ -137,7 +204,22 @@ impl RegionServer {
                 .write()
                 .insert(entry.name.clone(), Hosted { entry, region });
         }
+        let flusher = Flusher::start(
+            Arc::downgrade(&server.tables),
+            Arc::downgrade(&server.wal),
+            server.options.flush_size,
+            server.options.flush_check_interval,
+            Arc::clone(&server.flush_failures),
+        )
+        .map_err(|e| io("start flusher", dir, e))?;
+        *server.flusher.lock() = Some(flusher);
         Ok(server)
+    }
+
+    /// Background flushes that failed (the region stays as it was and is tried again).
+    pub fn flush_failures(&self) -> u64 {
+        self.flush_failures
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn open_region(&self, entry: &TableEntry) -> Result<Arc<Region>, RegionError> {
@@ -288,6 +370,9 @@ impl RegionServer {
     /// Flushes every table and closes the WAL. Handles still held keep their regions alive
     /// but can no longer write.
     pub fn close(self) -> Result<(), RegionError> {
+        if let Some(flusher) = self.flusher.lock().take() {
+            flusher.stop();
+        }
         let regions: Vec<Arc<Region>> = self
             .tables
             .read()

@@ -545,3 +545,52 @@ fn check_and_mutate_is_linearizable_on_one_row() {
     );
     close(o);
 }
+
+#[test]
+fn batches_report_each_operation_and_mutate_row_is_one_row() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = open(dir.path(), FamilyRules::default());
+    let r = &o.region;
+    let bad_family = vec![Cell::put("x", "nope", "q", 1, "v").expect("cell")];
+    let two_rows = vec![put("y", "q", 1, "v"), put("z", "q", 1, "v")];
+    let statuses = r.batch(
+        vec![
+            vec![put("a", "q", 1, "A")],
+            bad_family,
+            vec![],
+            two_rows,
+            vec![put("b", "q", 1, "B"), put("b", "p", 1, "B2")],
+        ],
+        Durability::SyncWal,
+    );
+    let ok: Vec<bool> = statuses.iter().map(Result::is_ok).collect();
+    assert_eq!(ok, [true, false, false, false, true], "{statuses:?}");
+    assert!(matches!(
+        statuses[1],
+        Err(keel_region::RegionError::NoSuchFamily { .. })
+    ));
+    assert_eq!(values(&r.get(b"a", &all_versions()).expect("get")), ["A"]);
+    assert_eq!(
+        values(&r.get(b"b", &all_versions()).expect("get")),
+        ["B2", "B"]
+    );
+    assert!(
+        r.get(b"y", &all_versions()).expect("get").is_empty(),
+        "a rejected operation wrote nothing"
+    );
+    r.mutate_row(
+        b"m",
+        vec![
+            put("m", "q", 1, "1"),
+            Cell::delete_column("m", "f", "q", 0).expect("cell"),
+        ],
+        Durability::SyncWal,
+    )
+    .expect("mutate_row");
+    assert_eq!(values(&r.get(b"m", &all_versions()).expect("get")), ["1"]);
+    assert!(
+        r.mutate_row(b"m", vec![put("n", "q", 1, "1")], Durability::SyncWal)
+            .is_err()
+    );
+    close(o);
+}

@@ -152,3 +152,45 @@ fn reads_of_store_files_go_through_the_shared_block_cache() {
     );
     server.close().expect("close");
 }
+
+#[test]
+fn the_flusher_flushes_a_region_past_its_flush_size() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = ServerOptions {
+        flush_size: 64 * 1024,
+        flush_check_interval: std::time::Duration::from_millis(10),
+        ..ServerOptions::default()
+    };
+    let server = RegionServer::open(dir.path(), options).expect("open");
+    let t = server
+        .create_table("t", vec![FamilyOptions::new("f")])
+        .expect("create");
+    let value = vec![b'x'; 1024];
+    for i in 0..400 {
+        t.put(format!("r{i:05}").as_bytes(), b"f", b"q", &value)
+            .expect("put");
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while t.region().store_file_count() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no background flush happened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        t.region().memstore_size() < 400 * 1024,
+        "memory went to store files"
+    );
+    for i in [0, 199, 399] {
+        assert_eq!(
+            t.get_value(format!("r{i:05}").as_bytes(), b"f", b"q")
+                .expect("get")
+                .as_deref(),
+            Some(&value[..])
+        );
+    }
+    assert_eq!(server.flush_failures(), 0);
+    drop(t);
+    server.close().expect("close");
+}
