@@ -12,7 +12,8 @@ use bytes::Bytes;
 use keel_fs::FileSystem;
 use keel_storefile::{BloomType, Compression, Encoding, WriterOptions};
 
-use crate::error::{RegionError, io};
+use crate::checked_file;
+use crate::error::RegionError;
 use crate::manifest::{hex, unhex};
 use crate::matcher::FamilyRules;
 use crate::region::FamilyOptions;
@@ -58,37 +59,17 @@ fn bloom_name(b: BloomType) -> &'static str {
 
 impl Catalog {
     pub(crate) fn load(fs: &dyn FileSystem, dir: &Path) -> Result<Catalog, RegionError> {
-        let path = dir.join("CATALOG");
-        if !fs.exists(&path).map_err(|e| io("stat", &path, e))? {
+        let Some(lines) = checked_file::load(fs, dir, "CATALOG", HEADER)? else {
             return Ok(Catalog {
                 next_region: 1,
                 tables: Vec::new(),
             });
-        }
-        let file = fs.open(&path).map_err(|e| io("open", &path, e))?;
-        let len = file.len().map_err(|e| io("stat", &path, e))?;
-        let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX).min(64 << 20)];
-        file.read_exact_at(&mut bytes, 0)
-            .map_err(|e| io("read", &path, e))?;
-        let corrupt = |what: &str| RegionError::CorruptManifest {
-            path: path.clone(),
-            what: what.to_string(),
         };
-        let text = std::str::from_utf8(&bytes).map_err(|_| corrupt("not UTF-8"))?;
-        let body_end = text
-            .rfind("crc ")
-            .ok_or_else(|| corrupt("no checksum line"))?;
-        let stored = u32::from_str_radix(text[body_end + 4..].trim(), 16)
-            .map_err(|_| corrupt("bad checksum"))?;
-        if stored != crc32fast::hash(&bytes[..body_end]) {
-            return Err(corrupt("checksum mismatch"));
-        }
-        let mut lines = text[..body_end].lines();
-        if lines.next() != Some(HEADER) {
-            return Err(corrupt("unknown header"));
-        }
+        let path = dir.join("CATALOG");
+        let corrupt = |what: &str| checked_file::corrupt(&path, what);
         let mut catalog = Catalog::default();
-        for line in lines {
+        for line in &lines {
+            let line = line.as_str();
             let parts: Vec<&str> = line.split(' ').collect();
             match parts.as_slice() {
                 ["next-region", n] => catalog.next_region = n.parse().map_err(|_| corrupt(line))?,
@@ -158,7 +139,7 @@ impl Catalog {
     }
 
     pub(crate) fn store(&self, fs: &dyn FileSystem, dir: &Path) -> Result<(), RegionError> {
-        let mut text = format!("{HEADER}\nnext-region {}\n", self.next_region);
+        let mut text = format!("next-region {}\n", self.next_region);
         for t in &self.tables {
             text.push_str(&format!(
                 "table {} {} {}\n",
@@ -181,16 +162,6 @@ impl Catalog {
                 ));
             }
         }
-        let crc = crc32fast::hash(text.as_bytes());
-        text.push_str(&format!("crc {crc:08x}\n"));
-        let path = dir.join("CATALOG");
-        let tmp = dir.join("CATALOG.tmp");
-        let file = fs.create(&tmp).map_err(|e| io("create", &tmp, e))?;
-        file.append(text.as_bytes())
-            .map_err(|e| io("write", &tmp, e))?;
-        file.sync_data().map_err(|e| io("sync", &tmp, e))?;
-        fs.rename(&tmp, &path).map_err(|e| io("rename", &tmp, e))?;
-        fs.sync_dir(dir).map_err(|e| io("sync_dir", dir, e))?;
-        Ok(())
+        checked_file::store(fs, dir, "CATALOG", HEADER, &text)
     }
 }

@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 mod catalog;
+mod checked_file;
 mod error;
 mod manifest;
 pub mod matcher;

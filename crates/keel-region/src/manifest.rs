@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use keel_fs::FileSystem;
 
-use crate::error::{RegionError, io};
+use crate::checked_file;
+use crate::error::RegionError;
 
 const HEADER: &str = "keel-region-manifest 1";
 
@@ -32,34 +33,13 @@ pub(crate) fn path(dir: &Path) -> PathBuf {
 
 impl Manifest {
     pub(crate) fn load(fs: &dyn FileSystem, dir: &Path) -> Result<Manifest, RegionError> {
-        let path = path(dir);
-        if !fs.exists(&path).map_err(|e| io("stat", &path, e))? {
+        let Some(lines) = checked_file::load(fs, dir, "MANIFEST", HEADER)? else {
             return Ok(Manifest::default());
-        }
-        let file = fs.open(&path).map_err(|e| io("open", &path, e))?;
-        let len = file.len().map_err(|e| io("stat", &path, e))?;
-        let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX).min(64 << 20)];
-        file.read_exact_at(&mut bytes, 0)
-            .map_err(|e| io("read", &path, e))?;
-        let corrupt = |what: &str| RegionError::CorruptManifest {
-            path: path.clone(),
-            what: what.to_string(),
         };
-        let text = std::str::from_utf8(&bytes).map_err(|_| corrupt("not UTF-8"))?;
-        let body_end = text
-            .rfind("crc ")
-            .ok_or_else(|| corrupt("no checksum line"))?;
-        let stored = u32::from_str_radix(text[body_end + 4..].trim(), 16)
-            .map_err(|_| corrupt("bad checksum"))?;
-        if stored != crc32fast::hash(&bytes[..body_end]) {
-            return Err(corrupt("checksum mismatch"));
-        }
-        let mut lines = text[..body_end].lines();
-        if lines.next() != Some(HEADER) {
-            return Err(corrupt("unknown header"));
-        }
+        let path = path(dir);
+        let corrupt = |line: &str| checked_file::corrupt(&path, line);
         let mut manifest = Manifest::default();
-        for line in lines {
+        for line in &lines {
             let parts: Vec<&str> = line.split(' ').collect();
             match parts.as_slice() {
                 ["flushed", n] => manifest.flushed = n.parse().map_err(|_| corrupt(line))?,
@@ -77,24 +57,11 @@ impl Manifest {
     }
 
     pub(crate) fn store(&self, fs: &dyn FileSystem, dir: &Path) -> Result<(), RegionError> {
-        let mut text = format!(
-            "{HEADER}\nflushed {}\nnext {}\n",
-            self.flushed, self.next_file
-        );
+        let mut body = format!("flushed {}\nnext {}\n", self.flushed, self.next_file);
         for (family, name) in &self.files {
-            text.push_str(&format!("file {} {name}\n", hex(family)));
+            body.push_str(&format!("file {} {name}\n", hex(family)));
         }
-        let crc = crc32fast::hash(text.as_bytes());
-        text.push_str(&format!("crc {crc:08x}\n"));
-        let path = path(dir);
-        let tmp = dir.join("MANIFEST.tmp");
-        let file = fs.create(&tmp).map_err(|e| io("create", &tmp, e))?;
-        file.append(text.as_bytes())
-            .map_err(|e| io("write", &tmp, e))?;
-        file.sync_data().map_err(|e| io("sync", &tmp, e))?;
-        fs.rename(&tmp, &path).map_err(|e| io("rename", &tmp, e))?;
-        fs.sync_dir(dir).map_err(|e| io("sync_dir", dir, e))?;
-        Ok(())
+        checked_file::store(fs, dir, "MANIFEST", HEADER, &body)
     }
 }
 

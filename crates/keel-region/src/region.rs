@@ -321,12 +321,7 @@ impl Region {
             });
         }
         self.check_families(&cells)?;
-        let started = Instant::now();
-        let guard = self.locks.lock_row(row_bytes, LockMode::Exclusive, None)?;
-        let timings = WriteTimings {
-            lock_wait: started.elapsed(),
-            ..WriteTimings::default()
-        };
+        let (guard, timings) = self.lock_exclusive(row_bytes)?;
         self.write_locked(cells, durability, timings, guard)
     }
 
@@ -377,6 +372,18 @@ impl Region {
             }
         }
         statuses.into_iter().map(|s| s.unwrap_or(Ok(()))).collect()
+    }
+
+    /// Takes one row's exclusive lock (read-modify-write, atomic row mutations) and starts the
+    /// write's timings with the wait.
+    fn lock_exclusive(&self, row: Bytes) -> Result<(RowLockGuard<'_>, WriteTimings), RegionError> {
+        let started = Instant::now();
+        let guard = self.locks.lock_row(row, LockMode::Exclusive, None)?;
+        let timings = WriteTimings {
+            lock_wait: started.elapsed(),
+            ..WriteTimings::default()
+        };
+        Ok((guard, timings))
     }
 
     fn check_families(&self, cells: &[Cell]) -> Result<(), RegionError> {
@@ -678,12 +685,7 @@ impl Region {
                 other: escape_bytes(other.row()),
             });
         }
-        let started = Instant::now();
-        let guard = self.locks.lock_row(row_bytes, LockMode::Exclusive, None)?;
-        let timings = WriteTimings {
-            lock_wait: started.elapsed(),
-            ..WriteTimings::default()
-        };
+        let (guard, timings) = self.lock_exclusive(row_bytes)?;
         let current = self.latest_for_update(row, family, qualifier)?;
         if !check(current.as_ref().map(|c| c.value())) {
             return Ok(false);
@@ -706,14 +708,7 @@ impl Region {
                 region: self.id,
             });
         }
-        let started = Instant::now();
-        let guard = self
-            .locks
-            .lock_row(Bytes::copy_from_slice(row), LockMode::Exclusive, None)?;
-        let timings = WriteTimings {
-            lock_wait: started.elapsed(),
-            ..WriteTimings::default()
-        };
+        let (guard, timings) = self.lock_exclusive(Bytes::copy_from_slice(row))?;
         let current = self.latest_for_update(row, family, qualifier)?;
         let (value, result) = update(current.as_ref().map(|c| c.value()))?;
         let timestamp = current
