@@ -42,7 +42,7 @@ mod server;
 pub use error::RegionError;
 pub use keel_wal::Durability;
 pub use region::{BlockReads, FamilyOptions, Region, WriteOrder, WriteTimings};
-pub use scan::{ColumnValueFilter, CompareOp, Scan};
+pub use scan::{ColumnValueFilter, CompareOp, RegionScanner, Scan};
 pub use server::{RegionServer, ServerOptions, Table};
 
 /// The README's embedded example, compiled and run as a doctest.

@@ -21,7 +21,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::error::{RegionError, io};
 use crate::manifest::{Manifest, hex};
 use crate::matcher::{FamilyRules, Matcher, ReadQuery};
-use crate::scan::Scan;
+use crate::scan::{RegionScanner, Scan};
 
 /// One column family's settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -540,9 +540,17 @@ impl Region {
         Ok(out)
     }
 
-    /// The rows `scan` selects, each a `Vec` of its cells (or several, with a batch size), read
-    /// at one read point through the sources present when the scan starts.
+    /// The rows `scan` selects, each a `Vec` of its cells (or several, with a batch size): a
+    /// [`Region::scanner`] collected.
     pub fn scan(&self, scan: &Scan) -> Result<Vec<Vec<Cell>>, RegionError> {
+        self.scanner(scan)?.collect()
+    }
+
+    /// A streaming scan: results come out one at a time, read at one read point through the
+    /// memstore segments and store files present when it opens — a flush or a new store file
+    /// afterwards changes nothing it returns. A reversed scan gathers its range before its
+    /// first result (rows are stored ascending).
+    pub fn scanner(&self, scan: &Scan) -> Result<RegionScanner, RegionError> {
         let read_point = self.mvcc.read_point();
         let query = ReadQuery {
             read_point,
@@ -553,7 +561,7 @@ impl Region {
             .iter()
             .map(|(name, store)| (name.clone(), store.rules))
             .collect();
-        let mut matcher = Matcher::new(query.clone(), families);
+        let matcher = Matcher::new(query.clone(), families);
         let start = scan.first_key();
         let wanted = |name: &Bytes| {
             query
@@ -561,61 +569,17 @@ impl Region {
                 .as_ref()
                 .is_none_or(|columns| columns.iter().any(|(f, _)| f == name))
         };
-        let stores: Vec<&Store> = self
-            .stores
-            .iter()
-            .filter(|(name, _)| wanted(name))
-            .map(|(_, store)| store)
-            .collect();
-        let files: Vec<Arc<StoreFileReader>> =
-            stores.iter().flat_map(|s| s.files.read().clone()).collect();
-        let mut sources: Vec<Box<dyn KeyValueScanner + '_>> = files
-            .iter()
-            .map(|f| Box::new(f.scanner()) as Box<dyn KeyValueScanner>)
-            .collect();
-        for store in &stores {
+        let mut sources: Vec<Box<dyn KeyValueScanner>> = Vec::new();
+        for (_, store) in self.stores.iter().filter(|(name, _)| wanted(name)) {
+            for file in store.files.read().iter() {
+                sources.push(Box::new(file.shared_scanner()));
+            }
             sources.push(Box::new(MemSource(
                 store.memstore.scanner(start.clone().., read_point),
             )));
         }
-        let mut merge = MergeScanner::new(sources, &start)?;
-        let mut rows: Vec<Vec<Cell>> = Vec::new();
-        let mut current: Vec<Cell> = Vec::new();
-        let forward_limit = if scan.reversed { None } else { scan.limit };
-        let finish = |row: Vec<Cell>, rows: &mut Vec<Vec<Cell>>| {
-            if !row.is_empty() && scan.filter.as_ref().is_none_or(|f| f.keeps(&row)) {
-                rows.push(row);
-            }
-        };
-        while let Some(cell) = merge.next()? {
-            if scan.past_end(cell.row()) {
-                break;
-            }
-            if current.first().is_some_and(|c| c.row() != cell.row()) {
-                finish(std::mem::take(&mut current), &mut rows);
-                if forward_limit.is_some_and(|limit| rows.len() >= limit) {
-                    break;
-                }
-            }
-            if !scan.includes(cell.row()) {
-                continue;
-            }
-            let admitted = matcher.admit(&cell);
-            if matcher.column_done() && !cell.qualifier().is_empty() {
-                merge.seek(&CellKey::last_on_column(
-                    cell.row().clone(),
-                    cell.family().clone(),
-                    cell.qualifier().clone(),
-                ))?;
-            }
-            if admitted {
-                current.push(cell);
-            }
-        }
-        if forward_limit.is_none_or(|limit| rows.len() < limit) {
-            finish(current, &mut rows);
-        }
-        Ok(scan.shape(rows))
+        let merge = MergeScanner::new(sources, &start)?;
+        Ok(RegionScanner::new(merge, matcher, scan.clone()))
     }
 
     /// Adds `delta` to the 8-byte big-endian counter at (row, family, qualifier) (absent counts

@@ -2,10 +2,14 @@
 //! sources — memstore segments and store files taken at the start, at one read point, so a flush
 //! during the scan changes nothing it returns.
 
+use std::collections::VecDeque;
+
 use bytes::Bytes;
 use keel_cell::{Cell, CellKey};
+use keel_storefile::{KeyValueScanner, MergeScanner};
 
-use crate::matcher::ReadQuery;
+use crate::error::RegionError;
+use crate::matcher::{Matcher, ReadQuery};
 
 /// A comparison for [`ColumnValueFilter`] (HBase `CompareOperator`), of the column's value
 /// against the operand, bytewise.
@@ -176,6 +180,140 @@ impl Scan {
                 .flat_map(|row| row.chunks(batch).map(<[Cell]>::to_vec).collect::<Vec<_>>())
                 .collect(),
             _ => rows,
+        }
+    }
+}
+
+/// A scan in progress ([`crate::Region::scanner`]): an iterator of results, each the selected
+/// cells of one row (or a batch of them).
+pub struct RegionScanner {
+    merge: MergeScanner<'static>,
+    matcher: Matcher,
+    scan: Scan,
+    /// The first cell of the next row, read while finishing the previous one.
+    lookahead: Option<Cell>,
+    exhausted: bool,
+    ready: VecDeque<Vec<Cell>>,
+    rows: usize,
+    done: bool,
+}
+
+impl std::fmt::Debug for RegionScanner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegionScanner")
+            .field("scan", &self.scan)
+            .field("rows", &self.rows)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RegionScanner {
+    pub(crate) fn new(merge: MergeScanner<'static>, matcher: Matcher, scan: Scan) -> RegionScanner {
+        RegionScanner {
+            merge,
+            matcher,
+            scan,
+            lookahead: None,
+            exhausted: false,
+            ready: VecDeque::new(),
+            rows: 0,
+            done: false,
+        }
+    }
+
+    /// The next non-empty row that passes the filter, in ascending order.
+    fn next_row(&mut self) -> Result<Option<Vec<Cell>>, RegionError> {
+        let mut row: Vec<Cell> = Vec::new();
+        let mut row_key: Option<Bytes> = None;
+        loop {
+            let cell = match self.lookahead.take() {
+                Some(cell) => Some(cell),
+                None if self.exhausted => None,
+                None => self.merge.next()?,
+            };
+            let Some(cell) = cell.filter(|c| !self.scan.past_end(c.row())) else {
+                self.exhausted = true;
+                return Ok(self.kept(row));
+            };
+            if row_key.as_ref().is_some_and(|key| key != cell.row()) {
+                self.lookahead = Some(cell);
+                if let Some(finished) = self.kept(std::mem::take(&mut row)) {
+                    return Ok(Some(finished));
+                }
+                row_key = None;
+                continue;
+            }
+            row_key = Some(cell.row().clone());
+            if !self.scan.includes(cell.row()) {
+                continue;
+            }
+            let admitted = self.matcher.admit(&cell);
+            // Skip the column's older versions in every source at once — except in the
+            // empty-qualifier column, where family delete markers live (one with an older
+            // timestamp sorts after that column's puts and must still be seen).
+            if self.matcher.column_done() && !cell.qualifier().is_empty() {
+                self.merge.seek(&CellKey::last_on_column(
+                    cell.row().clone(),
+                    cell.family().clone(),
+                    cell.qualifier().clone(),
+                ))?;
+            }
+            if admitted {
+                row.push(cell);
+            }
+        }
+    }
+
+    fn kept(&self, row: Vec<Cell>) -> Option<Vec<Cell>> {
+        let keep = !row.is_empty() && self.scan.filter.as_ref().is_none_or(|f| f.keeps(&row));
+        keep.then_some(row)
+    }
+
+    fn fill(&mut self) -> Result<(), RegionError> {
+        if self.scan.reversed {
+            let mut rows = Vec::new();
+            while let Some(row) = self.next_row()? {
+                rows.push(row);
+            }
+            self.ready = self.scan.shape(rows).into();
+            self.done = true;
+            return Ok(());
+        }
+        match self.next_row()? {
+            None => self.done = true,
+            Some(row) => {
+                self.rows += 1;
+                match self.scan.batch {
+                    Some(batch) if batch > 0 => {
+                        self.ready.extend(row.chunks(batch).map(<[Cell]>::to_vec));
+                    }
+                    _ => self.ready.push_back(row),
+                }
+                if self.scan.limit.is_some_and(|limit| self.rows >= limit) {
+                    self.done = true;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for RegionScanner {
+    type Item = Result<Vec<Cell>, RegionError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(result) = self.ready.pop_front() {
+                return Some(Ok(result));
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.fill() {
+                self.done = true;
+                return Some(Err(e));
+            }
         }
     }
 }

@@ -614,3 +614,46 @@ fn batches_report_each_operation_and_mutate_row_is_one_row() {
     );
     close(o);
 }
+
+#[test]
+fn a_streaming_scan_keeps_its_view_while_writes_and_flushes_happen_beneath_it() {
+    use keel_region::Scan;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = open(dir.path(), FamilyRules::default());
+    for i in 0..20 {
+        o.region
+            .mutate(
+                vec![put(&format!("r{i:02}"), "q", 1, "old")],
+                Durability::SyncWal,
+            )
+            .expect("write");
+    }
+    let mut scanner = o.region.scanner(&Scan::all(0)).expect("scanner");
+    let first = scanner.next().expect("a row").expect("ok");
+    assert_eq!(values(&first), ["old"]);
+    // Beneath the open scanner: overwrite every row, add rows, delete one, flush twice.
+    for i in 0..25 {
+        o.region
+            .mutate(
+                vec![put(&format!("r{i:02}"), "q", 2, "new")],
+                Durability::SyncWal,
+            )
+            .expect("write");
+    }
+    o.region.flush().expect("flush");
+    o.region
+        .mutate(
+            vec![Cell::delete_family("r10", "f", 100).expect("cell")],
+            Durability::SyncWal,
+        )
+        .expect("delete");
+    o.region.flush().expect("flush");
+    let rest: Vec<Vec<Cell>> = scanner.collect::<Result<_, _>>().expect("scan");
+    assert_eq!(rest.len(), 19, "the rows as of the scan's start");
+    assert!(rest.iter().all(|row| values(row) == ["old"]));
+    // A new scan sees the new state.
+    let now = o.region.scan(&Scan::all(0)).expect("scan");
+    assert_eq!(now.len(), 24);
+    assert!(now.iter().all(|row| values(row) == ["new"]));
+    close(o);
+}

@@ -207,6 +207,12 @@ impl StoreFileReader {
         StoreFileScanner::new(self)
     }
 
+    /// A scanner that holds the reader itself, so it can outlive the caller's borrow (a
+    /// region's streaming scan keeps its files this way while flushes replace the file list).
+    pub fn shared_scanner(self: &std::sync::Arc<Self>) -> StoreFileScanner<'static> {
+        StoreFileScanner::shared(std::sync::Arc::clone(self))
+    }
+
     pub(crate) fn index_levels(&self) -> u32 {
         self.trailer.index_levels
     }

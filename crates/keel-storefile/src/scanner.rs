@@ -10,11 +10,28 @@ use crate::index::{IndexBlock, IndexEntry};
 use crate::merge::KeyValueScanner;
 use crate::reader::StoreFileReader;
 
+/// The reader a scanner reads: borrowed, or shared so the scanner can outlive its caller.
+#[derive(Debug)]
+enum ReaderRef<'a> {
+    Borrowed(&'a StoreFileReader),
+    Shared(std::sync::Arc<StoreFileReader>),
+}
+
+impl std::ops::Deref for ReaderRef<'_> {
+    type Target = StoreFileReader;
+    fn deref(&self) -> &StoreFileReader {
+        match self {
+            ReaderRef::Borrowed(reader) => reader,
+            ReaderRef::Shared(reader) => reader,
+        }
+    }
+}
+
 /// A position in one store file. Unpositioned until the first `seek` (or `next`, which starts
 /// at the first cell).
 #[derive(Debug)]
 pub struct StoreFileScanner<'a> {
-    reader: &'a StoreFileReader,
+    reader: ReaderRef<'a>,
     /// One (index block, entry) per index level, root first; the last entry is the data block.
     path: Vec<(IndexBlock, usize)>,
     block: Bytes,
@@ -29,6 +46,14 @@ pub struct StoreFileScanner<'a> {
 
 impl<'a> StoreFileScanner<'a> {
     pub(crate) fn new(reader: &'a StoreFileReader) -> StoreFileScanner<'a> {
+        StoreFileScanner::with(ReaderRef::Borrowed(reader))
+    }
+
+    pub(crate) fn shared(reader: std::sync::Arc<StoreFileReader>) -> StoreFileScanner<'static> {
+        StoreFileScanner::with(ReaderRef::Shared(reader))
+    }
+
+    fn with(reader: ReaderRef<'a>) -> StoreFileScanner<'a> {
         StoreFileScanner {
             reader,
             path: Vec::new(),
