@@ -3,7 +3,8 @@
 //! directory sync, CRC-checked), so a crash leaves the old catalog or the new one.
 //!
 //! Text: `keel-catalog 1`, `next-region <id>`, then per table `table <name> <region id>
-//! <enabled 0|1>` followed by its `family <name hex> <versions> <min versions> <ttl ms or ->
+//! <enabled 0|1> <start key hex or -> <end key hex or ->` (the region's boundaries; one region
+//! covering every row today, recorded so that splits need no format change) followed by its `family <name hex> <versions> <min versions> <ttl ms or ->
 //! <block size> <encoding> <compression> <bloom> <in-memory 0|1>` lines, then `crc <crc32 hex>`.
 
 use std::path::Path;
@@ -26,6 +27,10 @@ pub(crate) struct TableEntry {
     pub(crate) name: String,
     pub(crate) region_id: u64,
     pub(crate) enabled: bool,
+    /// The region's first row (inclusive; empty = the first row of the table).
+    pub(crate) start_key: Bytes,
+    /// The row after the region (exclusive; empty = past the last row).
+    pub(crate) end_key: Bytes,
     pub(crate) families: Vec<FamilyOptions>,
 }
 
@@ -73,12 +78,23 @@ impl Catalog {
             let parts: Vec<&str> = line.split(' ').collect();
             match parts.as_slice() {
                 ["next-region", n] => catalog.next_region = n.parse().map_err(|_| corrupt(line))?,
-                ["table", name, id, enabled] => catalog.tables.push(TableEntry {
-                    name: (*name).to_string(),
-                    region_id: id.parse().map_err(|_| corrupt(line))?,
-                    enabled: *enabled == "1",
-                    families: Vec::new(),
-                }),
+                ["table", name, id, enabled, start, end] => {
+                    let key = |text: &str| -> Option<Bytes> {
+                        if text == "-" {
+                            Some(Bytes::new())
+                        } else {
+                            unhex(text).map(Bytes::from)
+                        }
+                    };
+                    catalog.tables.push(TableEntry {
+                        name: (*name).to_string(),
+                        region_id: id.parse().map_err(|_| corrupt(line))?,
+                        enabled: *enabled == "1",
+                        start_key: key(start).ok_or_else(|| corrupt(line))?,
+                        end_key: key(end).ok_or_else(|| corrupt(line))?,
+                        families: Vec::new(),
+                    });
+                }
                 [
                     "family",
                     name,
@@ -142,10 +158,20 @@ impl Catalog {
         let mut text = format!("next-region {}\n", self.next_region);
         for t in &self.tables {
             text.push_str(&format!(
-                "table {} {} {}\n",
+                "table {} {} {} {} {}\n",
                 t.name,
                 t.region_id,
-                u8::from(t.enabled)
+                u8::from(t.enabled),
+                if t.start_key.is_empty() {
+                    "-".to_string()
+                } else {
+                    hex(&t.start_key)
+                },
+                if t.end_key.is_empty() {
+                    "-".to_string()
+                } else {
+                    hex(&t.end_key)
+                },
             ));
             for f in &t.families {
                 text.push_str(&format!(
@@ -163,5 +189,59 @@ impl Catalog {
             }
         }
         checked_file::store(fs, dir, "CATALOG", HEADER, &text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keel_fs::StdFs;
+
+    #[test]
+    fn round_trips_every_field_and_detects_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = StdFs;
+        let mut family = FamilyOptions::new(Bytes::from_static(b"f\x00\xff"));
+        family.rules = FamilyRules {
+            max_versions: 3,
+            min_versions: 1,
+            ttl_ms: Some(86_400_000),
+        };
+        family.files.encoding = Encoding::Diff;
+        family.files.compression = Compression::Lz4;
+        family.files.bloom = BloomType::RowCol;
+        family.files.block_size = 4096;
+        family.in_memory = true;
+        let catalog = Catalog {
+            next_region: 9,
+            tables: vec![
+                TableEntry {
+                    name: "t1".to_string(),
+                    region_id: 3,
+                    enabled: false,
+                    start_key: Bytes::from_static(b"m"),
+                    end_key: Bytes::new(),
+                    families: vec![family, FamilyOptions::new("g")],
+                },
+                TableEntry {
+                    name: "t2".to_string(),
+                    region_id: 8,
+                    enabled: true,
+                    start_key: Bytes::new(),
+                    end_key: Bytes::from_static(b"\x00z"),
+                    families: vec![FamilyOptions::new("f")],
+                },
+            ],
+        };
+        catalog.store(&fs, dir.path()).unwrap();
+        assert_eq!(Catalog::load(&fs, dir.path()).unwrap(), catalog);
+        let path = dir.path().join("CATALOG");
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[20] ^= 0x04;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(matches!(
+            Catalog::load(&fs, dir.path()),
+            Err(RegionError::CorruptManifest { .. })
+        ));
     }
 }

@@ -40,8 +40,7 @@ mod scan;
 mod server;
 
 pub use error::RegionError;
-pub use keel_wal::Durability;
-pub use region::{BlockReads, FamilyOptions, Region, WriteOrder, WriteTimings};
+pub use region::{BlockReads, Durability, FamilyOptions, Region, WriteOrder, WriteTimings};
 pub use scan::{ColumnValueFilter, CompareOp, RegionScanner, Scan};
 pub use server::{RegionServer, ServerOptions, Table};
 

@@ -15,7 +15,7 @@ use keel_mvcc::{LockMode, Mvcc, RowLockGuard, RowLockOptions, RowLocks};
 use keel_storefile::{
     DirectSource, KeyValueScanner, MergeScanner, StoreFileReader, StoreFileWriter, WriterOptions,
 };
-use keel_wal::{Durability, ReplayOptions, Wal, WalEntry};
+use keel_wal::{ReplayOptions, Wal, WalEntry};
 use parking_lot::{Mutex, RwLock};
 
 use crate::error::{RegionError, io};
@@ -81,6 +81,35 @@ impl keel_storefile::BlockSource for CachedSource {
     }
 }
 
+/// How durable a write is before it is acknowledged, per call (HBase's `Durability`; weakest
+/// first after `UseDefault`, so a batch takes the greatest of its operations').
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Durability {
+    /// The region's default (the server's `default_durability`, `SyncWal` as in HBase).
+    #[default]
+    UseDefault,
+    /// Not logged: lost on a crash unless flushed first.
+    SkipWal,
+    /// Logged and acknowledged once buffered; synced within the WAL's interval.
+    AsyncWal,
+    /// Acknowledged once written to the OS: survives a process crash.
+    SyncWal,
+    /// Acknowledged once fsynced: survives a power cut.
+    FsyncWal,
+}
+
+impl Durability {
+    fn resolve(self, default: keel_wal::Durability) -> keel_wal::Durability {
+        match self {
+            Durability::UseDefault => default,
+            Durability::SkipWal => keel_wal::Durability::SkipWal,
+            Durability::AsyncWal => keel_wal::Durability::AsyncWal,
+            Durability::SyncWal => keel_wal::Durability::SyncWal,
+            Durability::FsyncWal => keel_wal::Durability::FsyncWal,
+        }
+    }
+}
+
 /// The order of the write path's steps (the comparison HBASE-15158 measured).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WriteOrder {
@@ -136,6 +165,7 @@ pub struct Region {
     flushing: Mutex<()>,
     next_file_id: AtomicU64,
     order: WriteOrder,
+    default_durability: keel_wal::Durability,
 }
 
 impl std::fmt::Debug for Region {
@@ -267,7 +297,15 @@ impl Region {
             manifest: Mutex::new(manifest),
             flushing: Mutex::new(()),
             order: WriteOrder::default(),
+            default_durability: keel_wal::Durability::SyncWal,
         })
+    }
+
+    /// The same region with `UseDefault` writes at `durability` (`UseDefault` itself keeps
+    /// `SyncWal`, HBase's default).
+    pub fn with_default_durability(mut self, durability: Durability) -> Region {
+        self.default_durability = durability.resolve(keel_wal::Durability::SyncWal);
+        self
     }
 
     /// The same region with its writes in `order`.
@@ -325,21 +363,19 @@ impl Region {
         self.write_locked(cells, durability, timings, guard)
     }
 
-    /// Applies many operations (each a set of cells of one row), as HBase's `batch`: an
+    /// Applies many operations (each a set of cells of one row, with its durability), as
+    /// HBase's `batch`: the mini-batch takes the strongest durability of its operations; an
     /// operation that is invalid (an unknown family, cells of several rows, no cells) gets its
     /// error and the others still go, together, as one mini-batch (one WAL entry, one MVCC write,
     /// shared locks on their rows). Returns one status per operation, in order; a failure of the
     /// mini-batch itself (the WAL) is every valid operation's status.
-    pub fn batch(
-        &self,
-        operations: Vec<Vec<Cell>>,
-        durability: Durability,
-    ) -> Vec<Result<(), RegionError>> {
+    pub fn batch(&self, operations: Vec<(Vec<Cell>, Durability)>) -> Vec<Result<(), RegionError>> {
         let mut statuses: Vec<Option<Result<(), RegionError>>> =
             Vec::with_capacity(operations.len());
         let mut cells = Vec::new();
         let mut valid = Vec::new();
-        for (i, op) in operations.into_iter().enumerate() {
+        let mut durability = Durability::UseDefault;
+        for (i, (op, op_durability)) in operations.into_iter().enumerate() {
             let status = match op.first() {
                 None => Some(Err(RegionError::BadCell(
                     "an operation with no cells".to_string(),
@@ -359,6 +395,8 @@ impl Region {
             if status.is_none() {
                 valid.push(i);
                 cells.extend(op);
+                // The mini-batch is as durable as its most demanding operation.
+                durability = durability.max(op_durability);
             }
             statuses.push(status);
         }
@@ -424,7 +462,8 @@ impl Region {
                 write_time_ms: now,
                 cells: cells.clone(),
             };
-            self.wal.enqueue(&wal_entry, durability)
+            self.wal
+                .enqueue(&wal_entry, durability.resolve(self.default_durability))
         });
         timings.wal_append = step.elapsed();
         // On error the MVCC entry completes itself when dropped; nothing reached the memstore.

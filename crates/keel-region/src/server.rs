@@ -9,19 +9,19 @@ use std::sync::Arc;
 use bytes::Bytes;
 use keel_cell::Cell;
 use keel_fs::{FileSystem, StdFs};
-use keel_wal::{Durability, Wal, WalOptions};
+use keel_wal::{Wal, WalOptions};
 use parking_lot::{Mutex, RwLock};
 
 use crate::catalog::{Catalog, TableEntry};
 use crate::error::{RegionError, io};
 use crate::matcher::ReadQuery;
-use crate::region::{BlockReads, FamilyOptions, Region, WriteOrder, WriteTimings};
+use crate::region::{BlockReads, Durability, FamilyOptions, Region, WriteOrder, WriteTimings};
 use keel_blockcache::{BlockCache, CacheStats, LruBlockCache, LruOptions};
 
 /// How a [`RegionServer`] runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerOptions {
-    /// Durability of writes that do not ask for one (HBase's default: `SYNC_WAL`).
+    /// What `Durability::UseDefault` means on this server (HBase's default: `SYNC_WAL`).
     pub default_durability: Durability,
     /// The write path's order (HBASE-15158's by default).
     pub write_order: WriteOrder,
@@ -139,7 +139,6 @@ impl std::fmt::Debug for RegionServer {
 pub struct Table {
     name: String,
     region: Arc<Region>,
-    durability: Durability,
 }
 
 fn valid_table_name(name: &str) -> bool {
@@ -232,7 +231,11 @@ impl RegionServer {
             entry.families.clone(),
             self.reads.clone(),
         )?;
-        Ok(Arc::new(region.with_write_order(self.options.write_order)))
+        Ok(Arc::new(
+            region
+                .with_write_order(self.options.write_order)
+                .with_default_durability(self.options.default_durability),
+        ))
     }
 
     /// Creates an enabled table with `families`; its description is persisted before it is
@@ -257,6 +260,8 @@ impl RegionServer {
             name: name.to_string(),
             region_id: catalog.next_region,
             enabled: true,
+            start_key: Bytes::new(),
+            end_key: Bytes::new(),
             families,
         };
         let mut next = catalog.clone();
@@ -363,7 +368,6 @@ impl RegionServer {
         Table {
             name: name.to_string(),
             region,
-            durability: self.options.default_durability,
         }
     }
 
@@ -430,17 +434,16 @@ impl Table {
             Bytes::copy_from_slice(value),
         )
         .map_err(|e| RegionError::BadCell(e.to_string()))?;
-        self.mutate(vec![cell], None)
+        self.mutate(vec![cell], Durability::UseDefault)
     }
 
-    /// Applies puts and deletes atomically, at `durability` or the server's default.
+    /// Applies puts and deletes atomically at `durability` (`UseDefault`: the server's).
     pub fn mutate(
         &self,
         cells: Vec<Cell>,
-        durability: Option<Durability>,
+        durability: Durability,
     ) -> Result<WriteTimings, RegionError> {
-        self.region
-            .mutate(cells, durability.unwrap_or(self.durability))
+        self.region.mutate(cells, durability)
     }
 
     /// The row's cells that `query` selects.
@@ -484,7 +487,7 @@ impl Table {
     ) -> Result<i64, RegionError> {
         Ok(self
             .region
-            .increment(row, family, qualifier, delta, self.durability)?
+            .increment(row, family, qualifier, delta, Durability::UseDefault)?
             .0)
     }
 

@@ -573,16 +573,16 @@ fn batches_report_each_operation_and_mutate_row_is_one_row() {
     let r = &o.region;
     let bad_family = vec![Cell::put("x", "nope", "q", 1, "v").expect("cell")];
     let two_rows = vec![put("y", "q", 1, "v"), put("z", "q", 1, "v")];
-    let statuses = r.batch(
-        vec![
-            vec![put("a", "q", 1, "A")],
-            bad_family,
-            vec![],
-            two_rows,
+    let statuses = r.batch(vec![
+        (vec![put("a", "q", 1, "A")], Durability::SyncWal),
+        (bad_family, Durability::SyncWal),
+        (vec![], Durability::SyncWal),
+        (two_rows, Durability::SyncWal),
+        (
             vec![put("b", "q", 1, "B"), put("b", "p", 1, "B2")],
-        ],
-        Durability::SyncWal,
-    );
+            Durability::UseDefault,
+        ),
+    ]);
     let ok: Vec<bool> = statuses.iter().map(Result::is_ok).collect();
     assert_eq!(ok, [true, false, false, false, true], "{statuses:?}");
     assert!(matches!(
@@ -656,4 +656,42 @@ fn a_streaming_scan_keeps_its_view_while_writes_and_flushes_happen_beneath_it() 
     assert_eq!(now.len(), 24);
     assert!(now.iter().all(|row| values(row) == ["new"]));
     close(o);
+}
+
+#[test]
+fn a_batch_is_as_durable_as_its_strongest_operation() {
+    use keel_fs::FaultFs;
+    let faults = Arc::new(FaultFs::new());
+    let fs: Arc<dyn FileSystem> = faults.clone();
+    let open_on = |fs: Arc<dyn FileSystem>| {
+        let wal = Arc::new(
+            Wal::open(Arc::clone(&fs), Path::new("/wal"), WalOptions::default()).expect("wal"),
+        );
+        let region = Region::open(
+            fs,
+            Path::new("/region"),
+            Arc::clone(&wal),
+            1,
+            families(FamilyRules::default()),
+        )
+        .expect("region");
+        (wal, region)
+    };
+    let (_wal, region) = open_on(fs);
+    region
+        .mutate(vec![put("alone", "q", 1, "v")], Durability::SkipWal)
+        .expect("write");
+    let statuses = region.batch(vec![
+        (vec![put("skip", "q", 1, "v")], Durability::SkipWal),
+        (vec![put("fsync", "q", 1, "v")], Durability::FsyncWal),
+    ]);
+    assert!(statuses.iter().all(Result::is_ok));
+    // A power cut now: only what was fsynced survives.
+    let (_wal2, after) = open_on(Arc::new(faults.crash_image()));
+    let has = |row: &[u8]| !after.get(row, &all_versions()).expect("get").is_empty();
+    assert!(!has(b"alone"), "a lone SkipWal write is not logged");
+    assert!(
+        has(b"skip") && has(b"fsync"),
+        "the batch took FsyncWal for both"
+    );
 }
