@@ -543,7 +543,7 @@ impl Region {
                 .files
                 .read()
                 .iter()
-                .filter(|f| f.may_contain_row(&row))
+                .filter(|f| f.may_contain_row(&row) && may_hold_range(f, &query))
                 .cloned()
                 .collect();
             let mut sources: Vec<Box<dyn KeyValueScanner + '_>> = files
@@ -610,7 +610,12 @@ impl Region {
         };
         let mut sources: Vec<Box<dyn KeyValueScanner>> = Vec::new();
         for (_, store) in self.stores.iter().filter(|(name, _)| wanted(name)) {
-            for file in store.files.read().iter() {
+            for file in store
+                .files
+                .read()
+                .iter()
+                .filter(|f| may_hold_range(f, &query))
+            {
                 sources.push(Box::new(file.shared_scanner()));
             }
             sources.push(Box::new(MemSource(
@@ -832,6 +837,14 @@ impl Region {
     pub fn store_file_count(&self) -> usize {
         self.stores.values().map(|s| s.files.read().len()).sum()
     }
+}
+
+/// Whether a store file can matter to a read of `query`'s time range (HBase's time-range
+/// check in `shouldUseScanner`, made safe): a file whose every cell is older than the range holds
+/// no put in it, and its delete markers can only mask older puts, so it is skipped. A file whose
+/// cells are all newer is still read: its delete markers can mask puts inside the range.
+fn may_hold_range(file: &StoreFileReader, query: &ReadQuery) -> bool {
+    file.info().timestamp_range.1 >= query.time_range.min
 }
 
 /// A memstore scanner as a merge source.

@@ -30,6 +30,8 @@ pub struct ServerOptions {
     /// `hbase.hregion.memstore.flush.size`: a region whose memstores pass this is flushed by the
     /// server's flusher (128 MiB).
     pub flush_size: u64,
+    /// `hbase.hstore.flusher.count`: flusher threads (2); thread k looks after every k-th table.
+    pub flusher_threads: usize,
     /// How often the flusher looks at every region (it also flushes the regions the WAL names
     /// when it holds too many segments, HBase's `hbase.regionserver.maxlogs`).
     pub flush_check_interval: std::time::Duration,
@@ -47,6 +49,7 @@ impl Default for ServerOptions {
             wal: WalOptions::default(),
             block_cache_bytes: 256 << 20,
             flush_size: 128 << 20,
+            flusher_threads: 2,
             flush_check_interval: std::time::Duration::from_millis(100),
         }
     }
@@ -70,25 +73,87 @@ pub struct RegionServer {
     flush_failures: Arc<std::sync::atomic::AtomicU64>,
 }
 
-/// The background thread that flushes regions past their flush size or named by the WAL.
+/// The background threads that flush regions past their flush size or named by the WAL.
 struct Flusher {
     stop: Arc<std::sync::atomic::AtomicBool>,
-    handle: std::thread::JoinHandle<()>,
+    handles: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Flusher {
     fn start(
+        threads: usize,
         tables: std::sync::Weak<RwLock<BTreeMap<String, Hosted>>>,
         wal: std::sync::Weak<Wal>,
         flush_size: u64,
         interval: std::time::Duration,
         failures: Arc<std::sync::atomic::AtomicU64>,
     ) -> std::io::Result<Flusher> {
-        use std::sync::atomic::Ordering;
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let stopped = Arc::clone(&stop);
-        let handle = std::thread::Builder::new()
-            .name("keel-region-flusher".to_string())
+        let threads = threads.max(1);
+        let mut flusher = Flusher {
+            stop: Arc::clone(&stop),
+            handles: Vec::with_capacity(threads),
+        };
+        for k in 0..threads {
+            let share = Share {
+                k,
+                threads,
+                tables: tables.clone(),
+                wal: wal.clone(),
+                flush_size,
+                interval,
+                failures: Arc::clone(&failures),
+                stopped: Arc::clone(&stop),
+            };
+            match share.spawn() {
+                Ok(handle) => flusher.handles.push(handle),
+                Err(e) => {
+                    flusher.stop();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(flusher)
+    }
+
+    fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        for handle in &self.handles {
+            handle.thread().unpark();
+        }
+        for handle in self.handles {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// One flusher thread's share: every `threads`-th table from the `k`-th.
+struct Share {
+    k: usize,
+    threads: usize,
+    tables: std::sync::Weak<RwLock<BTreeMap<String, Hosted>>>,
+    wal: std::sync::Weak<Wal>,
+    flush_size: u64,
+    interval: std::time::Duration,
+    failures: Arc<std::sync::atomic::AtomicU64>,
+    stopped: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Share {
+    fn spawn(self) -> std::io::Result<std::thread::JoinHandle<()>> {
+        use std::sync::atomic::Ordering;
+        let Share {
+            k,
+            threads,
+            tables,
+            wal,
+            flush_size,
+            interval,
+            failures,
+            stopped,
+        } = self;
+        std::thread::Builder::new()
+            .name(format!("keel-region-flusher-{k}"))
             .spawn(move || {
                 while !stopped.load(Ordering::Acquire) {
                     std::thread::park_timeout(interval);
@@ -100,7 +165,9 @@ impl Flusher {
                     let regions: Vec<Arc<Region>> = tables
                         .read()
                         .values()
-                        .filter_map(|h| h.region.clone())
+                        .enumerate()
+                        .filter(|(i, _)| i % threads == k)
+                        .filter_map(|(_, h)| h.region.clone())
                         .collect();
                     drop((tables, wal));
                     for region in regions {
@@ -114,14 +181,7 @@ impl Flusher {
                         }
                     }
                 }
-            })?;
-        Ok(Flusher { stop, handle })
-    }
-
-    fn stop(self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
-        self.handle.thread().unpark();
-        let _ = self.handle.join();
+            })
     }
 }
 
@@ -204,6 +264,7 @@ impl RegionServer {
                 .insert(entry.name.clone(), Hosted { entry, region });
         }
         let flusher = Flusher::start(
+            server.options.flusher_threads,
             Arc::downgrade(&server.tables),
             Arc::downgrade(&server.wal),
             server.options.flush_size,

@@ -162,6 +162,10 @@ fn the_flusher_flushes_a_region_past_its_flush_size() {
         ..ServerOptions::default()
     };
     let server = RegionServer::open(dir.path(), options).expect("open");
+    // Two tables: the two flusher threads each look after one.
+    let other = server
+        .create_table("a", vec![FamilyOptions::new("f")])
+        .expect("create");
     let t = server
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");
@@ -169,9 +173,12 @@ fn the_flusher_flushes_a_region_past_its_flush_size() {
     for i in 0..400 {
         t.put(format!("r{i:05}").as_bytes(), b"f", b"q", &value)
             .expect("put");
+        other
+            .put(format!("r{i:05}").as_bytes(), b"f", b"q", &value)
+            .expect("put");
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while t.region().store_file_count() == 0 {
+    while t.region().store_file_count() == 0 || other.region().store_file_count() == 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "no background flush happened"
@@ -191,6 +198,6 @@ fn the_flusher_flushes_a_region_past_its_flush_size() {
         );
     }
     assert_eq!(server.flush_failures(), 0);
-    drop(t);
+    drop((t, other));
     server.close().expect("close");
 }
