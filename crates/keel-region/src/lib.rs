@@ -1,8 +1,9 @@
-//! Keel's embedded HBase-style store. **In progress** (the keel-region issue): this crate will
-//! compose keel-wal, keel-mvcc, keel-memstore, keel-storefile and keel-blockcache into tables
-//! with the reordered write path, the read path, flush and WAL replay.
+//! Keel's embedded HBase-style store: keel-wal, keel-mvcc, keel-memstore, keel-storefile and
+//! keel-blockcache composed into tables with the reordered write path (HBASE-15158), the read
+//! path, flush and WAL replay. The write and read paths, durability contract, crash-consistency
+//! argument and figures are in `docs/region.md`.
 //!
-//! Built so far:
+//! The pieces:
 //! - [`Region`]: one region's stores (a memstore and committed store files per family), the
 //!   HBASE-15158 write path ([`Region::mutate`], with per-stage [`WriteTimings`]), gets merged
 //!   from memstore and store files ([`Region::get`]), flush with an atomic manifest commit
