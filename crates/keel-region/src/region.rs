@@ -749,7 +749,7 @@ impl Region {
     }
 
     /// The latest visible put of one column, if any.
-    fn latest(
+    pub fn latest(
         &self,
         row: &[u8],
         family: &[u8],

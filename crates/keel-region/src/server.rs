@@ -524,17 +524,9 @@ impl Table {
         family: &[u8],
         qualifier: &[u8],
     ) -> Result<Option<Bytes>, RegionError> {
-        let query = ReadQuery {
-            columns: Some(vec![(
-                Bytes::copy_from_slice(family),
-                Some(Bytes::copy_from_slice(qualifier)),
-            )]),
-            ..ReadQuery::latest(0, crate::region::now_ms())
-        };
         Ok(self
-            .get(row, &query)?
-            .into_iter()
-            .next()
+            .region
+            .latest(row, family, qualifier)?
             .map(|c| c.value().clone()))
     }
 

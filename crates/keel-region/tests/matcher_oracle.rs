@@ -9,42 +9,12 @@ mod common;
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellKey, CellType};
+use keel_cell::{Cell, CellKey};
 use keel_region::matcher::{FamilyRules, Matcher, ReadQuery, TimeRange};
 use proptest::prelude::*;
 
 fn cell_strategy() -> impl Strategy<Value = Cell> {
-    (
-        prop::sample::select(vec!["r1", "r2"]),
-        prop::sample::select(vec!["f", "g"]),
-        prop::sample::select(vec!["", "x", "y"]),
-        0i64..7,
-        prop::sample::select(vec![
-            CellType::Put,
-            CellType::Put,
-            CellType::Put,
-            CellType::Delete,
-            CellType::DeleteColumn,
-            CellType::DeleteFamily,
-            CellType::DeleteFamilyVersion,
-        ]),
-        1u64..9,
-    )
-        .prop_map(|(row, family, qualifier, ts, ty, seq)| {
-            // HBase writes family markers with an empty qualifier.
-            let qualifier = match ty {
-                CellType::DeleteFamily | CellType::DeleteFamilyVersion => "",
-                _ => qualifier,
-            };
-            Cell::builder(row, family)
-                .qualifier(qualifier)
-                .timestamp(ts)
-                .cell_type(ty)
-                .sequence_id(seq)
-                .value(format!("{row}/{family}:{qualifier}@{ts}#{seq}"))
-                .build()
-                .expect("cell")
-        })
+    common::cell_strategy(0..7)
 }
 
 #[derive(Debug, Clone)]

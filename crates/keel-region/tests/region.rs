@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellType, LATEST_TIMESTAMP};
+use keel_cell::{Cell, LATEST_TIMESTAMP};
 use keel_fs::{FileSystem, StdFs};
 use keel_region::matcher::{FamilyRules, ReadQuery};
 use keel_region::{Durability, FamilyOptions, Region, WriteOrder};
@@ -249,35 +249,7 @@ fn durability_strategy() -> impl Strategy<Value = Durability> {
 }
 
 fn cell_strategy() -> impl Strategy<Value = Cell> {
-    (
-        prop::sample::select(vec!["r1", "r2"]),
-        prop::sample::select(vec!["f", "g"]),
-        prop::sample::select(vec!["", "x", "y"]),
-        0i64..6,
-        prop::sample::select(vec![
-            CellType::Put,
-            CellType::Put,
-            CellType::Put,
-            CellType::Delete,
-            CellType::DeleteColumn,
-            CellType::DeleteFamily,
-            CellType::DeleteFamilyVersion,
-        ]),
-        0u32..1000,
-    )
-        .prop_map(|(row, family, qualifier, ts, ty, n)| {
-            let qualifier = match ty {
-                CellType::DeleteFamily | CellType::DeleteFamilyVersion => "",
-                _ => qualifier,
-            };
-            Cell::builder(row, family)
-                .qualifier(qualifier)
-                .timestamp(ts)
-                .cell_type(ty)
-                .value(format!("{row}/{family}:{qualifier}@{ts}/{n}"))
-                .build()
-                .expect("cell")
-        })
+    common::cell_strategy(0..6)
 }
 
 fn op_strategy() -> impl Strategy<Value = Op> {

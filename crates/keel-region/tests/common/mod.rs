@@ -1,11 +1,51 @@
-//! The declarative oracle of HBase's read semantics shared by the matcher and region tests:
-//! a put is returned iff every rule, stated over whole sets of cells, holds.
+//! Shared by the matcher and region tests: a strategy for cells of two rows of every type, and
+//! the declarative oracle of HBase's read semantics (a put is returned iff every rule, stated
+//! over whole sets of cells, holds).
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use keel_cell::{Cell, CellType};
 use keel_region::matcher::{FamilyRules, ReadQuery};
+use proptest::prelude::*;
+
+/// Cells of rows r1 and r2, families f and g, qualifiers "", x and y, timestamps in `ts`, every
+/// storable type (puts three times as likely), sequence ids 1–8; family markers carry the empty
+/// qualifier, as HBase writes them. Values name the cell and a nonce, so equal keys can differ.
+#[allow(dead_code, reason = "each test file uses the parts it needs")]
+pub(crate) fn cell_strategy(ts: std::ops::Range<i64>) -> impl Strategy<Value = Cell> {
+    (
+        prop::sample::select(vec!["r1", "r2"]),
+        prop::sample::select(vec!["f", "g"]),
+        prop::sample::select(vec!["", "x", "y"]),
+        ts,
+        prop::sample::select(vec![
+            CellType::Put,
+            CellType::Put,
+            CellType::Put,
+            CellType::Delete,
+            CellType::DeleteColumn,
+            CellType::DeleteFamily,
+            CellType::DeleteFamilyVersion,
+        ]),
+        1u64..9,
+        0u32..1000,
+    )
+        .prop_map(|(row, family, qualifier, ts, ty, seq, n)| {
+            let qualifier = match ty {
+                CellType::DeleteFamily | CellType::DeleteFamilyVersion => "",
+                _ => qualifier,
+            };
+            Cell::builder(row, family)
+                .qualifier(qualifier)
+                .timestamp(ts)
+                .cell_type(ty)
+                .sequence_id(seq)
+                .value(format!("{row}/{family}:{qualifier}@{ts}#{seq}/{n}"))
+                .build()
+                .expect("cell")
+        })
+}
 
 /// The oracle: a put is returned iff every rule, stated over sets, holds.
 pub(crate) fn oracle(cells: &[Cell], q: &ReadQuery, rules: &FamilyRules) -> Vec<Cell> {
