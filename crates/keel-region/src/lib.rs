@@ -33,6 +33,7 @@
 
 mod catalog;
 mod checked_file;
+pub mod compaction_policy;
 mod error;
 mod manifest;
 pub mod matcher;
