@@ -18,6 +18,7 @@ use keel_storefile::{
 use keel_wal::{ReplayOptions, Wal, WalEntry};
 use parking_lot::{Mutex, RwLock};
 
+use crate::compaction_policy::CompactionPolicy;
 use crate::error::{RegionError, io};
 use crate::manifest::{Manifest, hex};
 use crate::matcher::{FamilyRules, Matcher, ReadQuery};
@@ -163,6 +164,7 @@ pub struct Region {
     stores: BTreeMap<Bytes, Store>,
     manifest: Mutex<Manifest>,
     flushing: Mutex<()>,
+    compacting: Mutex<()>,
     next_file_id: AtomicU64,
     order: WriteOrder,
     default_durability: keel_wal::Durability,
@@ -296,6 +298,7 @@ impl Region {
             next_file_id: AtomicU64::new(manifest.next_file.max(1)),
             manifest: Mutex::new(manifest),
             flushing: Mutex::new(()),
+            compacting: Mutex::new(()),
             order: WriteOrder::default(),
             default_durability: keel_wal::Durability::SyncWal,
         })
@@ -822,6 +825,77 @@ impl Region {
         Ok(flush_seq)
     }
 
+    /// Merges store files: per family, the files `policy` selects (all of them, with `all`) are
+    /// rewritten as one, committed through the manifest like a flush, and the old files removed.
+    /// Lossless: every cell is kept (a minor compaction's merge; dropping deleted, expired and
+    /// excess versions is a major compaction's job), so no read can change. Returns how many
+    /// files went away. Readers and scans already open keep the old files (open handles).
+    pub fn compact(&self, policy: &CompactionPolicy, all: bool) -> Result<usize, RegionError> {
+        let _one_at_a_time = self.compacting.lock();
+        let mut removed = 0;
+        for (name, store) in &self.stores {
+            let files: Vec<Arc<StoreFileReader>> = store.files.read().clone();
+            let window = if all {
+                if files.len() < 2 {
+                    continue;
+                }
+                0..files.len()
+            } else {
+                let sizes: Vec<u64> = files.iter().map(|f| f.info().file_len).collect();
+                match policy.select(&sizes, false) {
+                    Some(selection) => selection.files,
+                    None => continue,
+                }
+            };
+            let chosen = &files[window.clone()];
+            let number = self.next_file_id.fetch_add(1, Ordering::Relaxed);
+            let file_name = format!("{number:020}.ksf");
+            let path = store.dir.join(&file_name);
+            let mut writer =
+                StoreFileWriter::create(Arc::clone(&self.fs), &path, store.files_options.clone())?;
+            let sources: Vec<Box<dyn KeyValueScanner>> = chosen
+                .iter()
+                .map(|f| Box::new(f.shared_scanner()) as Box<dyn KeyValueScanner>)
+                .collect();
+            let mut merge = MergeScanner::new(sources, &CellKey::first_on_row(Bytes::new()))?;
+            while let Some(cell) = merge.next()? {
+                writer.append(&cell)?;
+            }
+            writer.finish()?;
+            let old_names: Vec<String> = chosen.iter().map(|f| file_name_of(f.path())).collect();
+            {
+                let mut manifest = self.manifest.lock();
+                let mut next = manifest.clone();
+                let position = next
+                    .files
+                    .iter()
+                    .position(|(family, file)| family == name && old_names.contains(file))
+                    .unwrap_or(next.files.len());
+                next.files
+                    .retain(|(family, file)| !(family == name && old_names.contains(file)));
+                next.files
+                    .insert(position.min(next.files.len()), (name.clone(), file_name));
+                next.next_file = self.next_file_id.load(Ordering::Relaxed);
+                next.store(&*self.fs, &self.dir)?;
+                *manifest = next;
+            }
+            let reader = StoreFileReader::open(
+                &*self.fs,
+                &path,
+                FILE_IDS.fetch_add(1, Ordering::Relaxed),
+                Arc::clone(&store.source),
+            )?;
+            store.files.write().splice(window, [Arc::new(reader)]);
+            for old in chosen {
+                // Committed without them; open readers keep their handles. A failed removal
+                // leaves an unlisted file, which open ignores.
+                let _ = self.fs.remove(old.path());
+            }
+            removed += chosen.len();
+        }
+        Ok(removed)
+    }
+
     /// Bytes held in memstores (what a flush would write).
     pub fn memstore_size(&self) -> u64 {
         self.stores
@@ -845,6 +919,12 @@ impl Region {
 /// cells are all newer is still read: its delete markers can mask puts inside the range.
 fn may_hold_range(file: &StoreFileReader, query: &ReadQuery) -> bool {
     file.info().timestamp_range.1 >= query.time_range.min
+}
+
+fn file_name_of(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// A memstore scanner as a merge source.

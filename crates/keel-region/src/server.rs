@@ -544,6 +544,15 @@ impl Table {
             .0)
     }
 
+    /// Merges the store files HBase's exploring policy selects (losslessly); returns how many
+    /// files went away.
+    pub fn compact(&self) -> Result<usize, RegionError> {
+        self.region.compact(
+            &crate::compaction_policy::CompactionPolicy::default(),
+            false,
+        )
+    }
+
     /// Writes the table's memstores to store files.
     pub fn flush(&self) -> Result<u64, RegionError> {
         self.region.flush()

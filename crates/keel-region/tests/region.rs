@@ -830,3 +830,125 @@ fn reads_skip_store_files_older_than_their_time_range_but_not_newer_deletes() {
     assert_eq!(values(&r.get(b"a", &all_versions()).expect("get")), ["new"]);
     close(o);
 }
+
+#[test]
+fn compaction_merges_files_without_changing_any_read() {
+    use keel_region::compaction_policy::CompactionPolicy;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = FamilyRules {
+        max_versions: 3,
+        ..FamilyRules::default()
+    };
+    let o = open(dir.path(), rules);
+    for round in 0..6i64 {
+        let mut cells = Vec::new();
+        for r in 0..20 {
+            cells.push(put(&format!("r{r:02}"), "q", round, &format!("v{round}")));
+        }
+        if round == 3 {
+            cells.push(Cell::delete_column("r05", "f", "q", 2).expect("cell"));
+            cells.push(Cell::delete_family("r07", "f", 10).expect("cell"));
+        }
+        o.region.mutate(cells, Durability::SyncWal).expect("write");
+        o.region.flush().expect("flush");
+    }
+    assert_eq!(o.region.store_file_count(), 6);
+    let read_all = |r: &Region| -> Vec<Vec<String>> {
+        r.scan(&keel_region::Scan {
+            query: all_versions(),
+            ..keel_region::Scan::all(0)
+        })
+        .expect("scan")
+        .iter()
+        .map(|row| values(row))
+        .collect()
+    };
+    let before = read_all(&o.region);
+    let removed = o
+        .region
+        .compact(&CompactionPolicy::default(), false)
+        .expect("compact");
+    assert_eq!(
+        (removed, o.region.store_file_count()),
+        (6, 1),
+        "six small files merged into one"
+    );
+    assert_eq!(read_all(&o.region), before);
+    assert_eq!(
+        o.region
+            .compact(&CompactionPolicy::default(), false)
+            .expect("again"),
+        0,
+        "one file: nothing to do"
+    );
+    close(o);
+    let o = open(dir.path(), rules);
+    assert_eq!(
+        o.region.store_file_count(),
+        1,
+        "the manifest lists the merged file only"
+    );
+    assert_eq!(read_all(&o.region), before);
+    let family_dir = std::fs::read_dir(dir.path().join("region").join("66"))
+        .expect("family dir")
+        .count();
+    assert_eq!(family_dir, 1, "the merged-away files are gone");
+    close(o);
+}
+
+#[test]
+fn a_compaction_that_fails_leaves_every_file_and_cell_in_place() {
+    use keel_fs::{Fault, FaultFs};
+    use keel_region::compaction_policy::CompactionPolicy;
+    let faults = Arc::new(FaultFs::new());
+    let fs: Arc<dyn FileSystem> = faults.clone();
+    let open_on = |fs: Arc<dyn FileSystem>| {
+        let wal = Arc::new(
+            Wal::open(Arc::clone(&fs), Path::new("/wal"), WalOptions::default()).expect("wal"),
+        );
+        let region = Region::open(
+            fs,
+            Path::new("/region"),
+            Arc::clone(&wal),
+            1,
+            families(FamilyRules::default()),
+        )
+        .expect("region");
+        (wal, region)
+    };
+    let (_wal, region) = open_on(fs);
+    for round in 0..4i64 {
+        region
+            .mutate(
+                vec![put(&format!("r{round}"), "q", 1, "v")],
+                Durability::FsyncWal,
+            )
+            .expect("write");
+        region.flush().expect("flush");
+    }
+    faults.inject(Fault::fail_sync(1).on_path(".ksf"));
+    assert!(region.compact(&CompactionPolicy::default(), true).is_err());
+    assert_eq!(region.store_file_count(), 4);
+    for round in 0..4 {
+        assert_eq!(
+            values(
+                &region
+                    .get(format!("r{round}").as_bytes(), &all_versions())
+                    .expect("get")
+            ),
+            ["v"]
+        );
+    }
+    let (_wal2, after) = open_on(Arc::new(faults.crash_image()));
+    assert_eq!(after.store_file_count(), 4);
+    for round in 0..4 {
+        assert_eq!(
+            values(
+                &after
+                    .get(format!("r{round}").as_bytes(), &all_versions())
+                    .expect("get")
+            ),
+            ["v"]
+        );
+    }
+}
