@@ -825,18 +825,26 @@ impl Region {
         Ok(flush_seq)
     }
 
-    /// Merges store files: per family, the files `policy` selects (all of them, with `all`) are
-    /// rewritten as one, committed through the manifest like a flush, and the old files removed.
-    /// Lossless: every cell is kept (a minor compaction's merge; dropping deleted, expired and
-    /// excess versions is a major compaction's job), so no read can change. Returns how many
-    /// files went away. Readers and scans already open keep the old files (open handles).
-    pub fn compact(&self, policy: &CompactionPolicy, all: bool) -> Result<usize, RegionError> {
+    /// Merges store files: per family, the files `policy` selects — or, for a major compaction,
+    /// all of them — are rewritten as one, committed through the manifest like a flush, and the
+    /// old files removed. Returns how many files went away.
+    ///
+    /// A minor compaction keeps every cell (some files are not in it, and their cells may need
+    /// the markers). A major one keeps only what a read could still return: the family's
+    /// versions, unexpired cells (or its min versions), no delete markers and nothing they
+    /// mask — HBase's major compaction with `KEEP_DELETED_CELLS` false. No open read loses a
+    /// version by it: every store-file cell is visible at the current read point, and gets and
+    /// scans already open keep the files they started with (open handles), so only reads that
+    /// start after the commit see the rewritten file.
+    pub fn compact(&self, policy: &CompactionPolicy, major: bool) -> Result<usize, RegionError> {
+        let all = major;
         let _one_at_a_time = self.compacting.lock();
         let mut removed = 0;
         for (name, store) in &self.stores {
             let files: Vec<Arc<StoreFileReader>> = store.files.read().clone();
             let window = if all {
-                if files.len() < 2 {
+                // A major compaction rewrites even a single file: it may hold markers to purge.
+                if files.is_empty() {
                     continue;
                 }
                 0..files.len()
@@ -858,42 +866,85 @@ impl Region {
                 .map(|f| Box::new(f.shared_scanner()) as Box<dyn KeyValueScanner>)
                 .collect();
             let mut merge = MergeScanner::new(sources, &CellKey::first_on_row(Bytes::new()))?;
+            let mut keep = major.then(|| {
+                let query = ReadQuery {
+                    read_point: u64::MAX,
+                    max_versions: u32::MAX,
+                    ..ReadQuery::latest(u64::MAX, now_ms())
+                };
+                let mut families = HashMap::new();
+                families.insert(name.clone(), store.rules);
+                Matcher::new(query, families)
+            });
+            let mut written = 0u64;
             while let Some(cell) = merge.next()? {
-                writer.append(&cell)?;
+                if keep.as_mut().is_none_or(|matcher| matcher.admit(&cell)) {
+                    writer.append(&cell)?;
+                    written += 1;
+                }
+            }
+            if written == 0 {
+                // Everything was deleted: the family's files simply go (a file needs a cell).
+                drop(writer);
+                self.commit_compaction(name, store, &files, window, None)?;
+                removed += chosen.len();
+                continue;
             }
             writer.finish()?;
-            let old_names: Vec<String> = chosen.iter().map(|f| file_name_of(f.path())).collect();
-            {
-                let mut manifest = self.manifest.lock();
-                let mut next = manifest.clone();
-                let position = next
-                    .files
-                    .iter()
-                    .position(|(family, file)| family == name && old_names.contains(file))
-                    .unwrap_or(next.files.len());
-                next.files
-                    .retain(|(family, file)| !(family == name && old_names.contains(file)));
-                next.files
-                    .insert(position.min(next.files.len()), (name.clone(), file_name));
-                next.next_file = self.next_file_id.load(Ordering::Relaxed);
-                next.store(&*self.fs, &self.dir)?;
-                *manifest = next;
+            self.commit_compaction(name, store, &files, window, Some((file_name, path)))?;
+            removed += chosen.len();
+        }
+        Ok(removed)
+    }
+
+    /// Replaces `files[window]` of a family with the new file (or with nothing) in the
+    /// manifest, then in the live list, then removes the old files.
+    fn commit_compaction(
+        &self,
+        name: &Bytes,
+        store: &Store,
+        files: &[Arc<StoreFileReader>],
+        window: std::ops::Range<usize>,
+        new_file: Option<(String, PathBuf)>,
+    ) -> Result<(), RegionError> {
+        let chosen = &files[window.clone()];
+        let old_names: Vec<String> = chosen.iter().map(|f| file_name_of(f.path())).collect();
+        {
+            let mut manifest = self.manifest.lock();
+            let mut next = manifest.clone();
+            let position = next
+                .files
+                .iter()
+                .position(|(family, file)| family == name && old_names.contains(file))
+                .unwrap_or(next.files.len());
+            next.files
+                .retain(|(family, file)| !(family == name && old_names.contains(file)));
+            if let Some((file_name, _)) = &new_file {
+                next.files.insert(
+                    position.min(next.files.len()),
+                    (name.clone(), file_name.clone()),
+                );
             }
-            let reader = StoreFileReader::open(
+            next.next_file = self.next_file_id.load(Ordering::Relaxed);
+            next.store(&*self.fs, &self.dir)?;
+            *manifest = next;
+        }
+        let replacement = match new_file {
+            Some((_, path)) => vec![Arc::new(StoreFileReader::open(
                 &*self.fs,
                 &path,
                 FILE_IDS.fetch_add(1, Ordering::Relaxed),
                 Arc::clone(&store.source),
-            )?;
-            store.files.write().splice(window, [Arc::new(reader)]);
-            for old in chosen {
-                // Committed without them; open readers keep their handles. A failed removal
-                // leaves an unlisted file, which open ignores.
-                let _ = self.fs.remove(old.path());
-            }
-            removed += chosen.len();
+            )?)],
+            None => Vec::new(),
+        };
+        store.files.write().splice(window, replacement);
+        for old in chosen {
+            // Committed without them; open readers keep their handles. A failed removal
+            // leaves an unlisted file, which open ignores.
+            let _ = self.fs.remove(old.path());
         }
-        Ok(removed)
+        Ok(())
     }
 
     /// Bytes held in memstores (what a flush would write).
@@ -903,6 +954,20 @@ impl Region {
             .map(|s| {
                 let size = s.memstore.size();
                 size.data_bytes + size.overhead_bytes
+            })
+            .sum()
+    }
+
+    /// Cells held in committed store files (markers and every version included).
+    pub fn store_file_cells(&self) -> u64 {
+        self.stores
+            .values()
+            .flat_map(|s| {
+                s.files
+                    .read()
+                    .iter()
+                    .map(|f| f.info().entry_count)
+                    .collect::<Vec<_>>()
             })
             .sum()
     }

@@ -553,6 +553,13 @@ impl Table {
         )
     }
 
+    /// Rewrites all of the table's store files as one per family, dropping deleted, expired and
+    /// excess versions and delete markers; returns how many files went away.
+    pub fn major_compact(&self) -> Result<usize, RegionError> {
+        self.region
+            .compact(&crate::compaction_policy::CompactionPolicy::default(), true)
+    }
+
     /// Writes the table's memstores to store files.
     pub fn flush(&self) -> Result<u64, RegionError> {
         self.region.flush()

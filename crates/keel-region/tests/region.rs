@@ -235,6 +235,8 @@ enum Op {
     CheckAndPut(Option<bool>),
     Batch(Vec<(Vec<Cell>, Durability)>),
     Flush,
+    /// A minor (lossless) compaction of whatever the exploring policy selects.
+    Compact,
     Reopen,
 }
 
@@ -270,6 +272,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => prop::collection::vec((prop::collection::vec(cell_strategy(), 0..3), durability_strategy()), 1..4)
             .prop_map(Op::Batch),
         1 => Just(Op::Flush),
+        1 => Just(Op::Compact),
         1 => Just(Op::Reopen),
     ]
 }
@@ -398,6 +401,12 @@ proptest! {
                     o.region.flush().expect("flush");
                     volatile.clear();
                     durable_counter = counter;
+                }
+                Op::Compact => {
+                    let before = o.region.store_file_count();
+                    let policy = keel_region::compaction_policy::CompactionPolicy::default();
+                    let removed = o.region.compact(&policy, false).expect("compact");
+                    prop_assert!(removed == 0 || o.region.store_file_count() < before);
                 }
                 Op::Reopen => {
                     written.retain(|c| {
@@ -951,4 +960,79 @@ fn a_compaction_that_fails_leaves_every_file_and_cell_in_place() {
             ["v"]
         );
     }
+}
+
+#[test]
+fn major_compaction_drops_what_no_read_can_return_and_open_scans_keep_their_view() {
+    use keel_region::compaction_policy::CompactionPolicy;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = FamilyRules {
+        max_versions: 2,
+        ..FamilyRules::default()
+    };
+    let o = open(dir.path(), rules);
+    let r = &o.region;
+    for ts in 1..=4i64 {
+        r.mutate(
+            vec![
+                put("a", "q", ts, &format!("a{ts}")),
+                put("b", "q", ts, &format!("b{ts}")),
+            ],
+            Durability::SyncWal,
+        )
+        .expect("write");
+        r.flush().expect("flush");
+    }
+    r.mutate(
+        vec![Cell::delete_family("b", "f", 100).expect("cell")],
+        Durability::SyncWal,
+    )
+    .expect("delete");
+    r.flush().expect("flush");
+    // 8 puts and 1 marker in 5 files; a read returns a4, a3 (2 versions) and nothing of b.
+    assert_eq!(r.store_file_cells(), 9);
+    let scan_all = keel_region::Scan {
+        query: all_versions(),
+        ..keel_region::Scan::all(0)
+    };
+    let before: Vec<Vec<String>> = r
+        .scan(&scan_all)
+        .expect("scan")
+        .iter()
+        .map(|row| values(row))
+        .collect();
+    assert_eq!(before, [vec!["a4".to_string(), "a3".to_string()]]);
+    let mut open_scan = r.scanner(&scan_all).expect("scanner");
+    let removed = r
+        .compact(&CompactionPolicy::default(), true)
+        .expect("major");
+    assert_eq!(removed, 5);
+    assert_eq!(
+        (r.store_file_count(), r.store_file_cells()),
+        (1, 2),
+        "only a4 and a3 are left"
+    );
+    let after: Vec<Vec<String>> = r
+        .scan(&scan_all)
+        .expect("scan")
+        .iter()
+        .map(|row| values(row))
+        .collect();
+    assert_eq!(after, before);
+    // The scan opened before the compaction reads the files it started with.
+    let first = open_scan.next().expect("a row").expect("ok");
+    assert_eq!(values(&first), ["a4", "a3"]);
+    drop(open_scan);
+    // Deleting everything and compacting again leaves no file at all.
+    r.mutate(
+        vec![Cell::delete_family("a", "f", 100).expect("cell")],
+        Durability::SyncWal,
+    )
+    .expect("delete");
+    r.flush().expect("flush");
+    r.compact(&CompactionPolicy::default(), true)
+        .expect("major");
+    assert_eq!(r.store_file_count(), 0);
+    assert!(r.scan(&scan_all).expect("scan").is_empty());
+    close(o);
 }
