@@ -52,6 +52,23 @@ fn open_with(dir: &Path, rules: FamilyRules, order: WriteOrder) -> Opened {
     Opened { region, wal }
 }
 
+/// A WAL at `/wal` and a region at `/region` on `fs` (a `FaultFs` or its crash image).
+fn open_at_root(fs: Arc<dyn FileSystem>, order: WriteOrder) -> (Arc<Wal>, Region) {
+    let wal = Arc::new(
+        Wal::open(Arc::clone(&fs), Path::new("/wal"), WalOptions::default()).expect("wal"),
+    );
+    let region = Region::open(
+        fs,
+        Path::new("/region"),
+        Arc::clone(&wal),
+        1,
+        families(FamilyRules::default()),
+    )
+    .expect("region")
+    .with_write_order(order);
+    (wal, region)
+}
+
 fn close(opened: Opened) {
     drop(opened.region);
     let wal = Arc::try_unwrap(opened.wal).expect("only the test holds the WAL");
@@ -586,18 +603,7 @@ fn a_write_whose_wal_sync_fails_is_never_visible_in_either_order() {
     for order in [WriteOrder::Reordered, WriteOrder::Legacy] {
         let faults = Arc::new(FaultFs::new());
         let fs: Arc<dyn FileSystem> = faults.clone();
-        let wal = Arc::new(
-            Wal::open(Arc::clone(&fs), Path::new("/wal"), WalOptions::default()).expect("wal"),
-        );
-        let region = Region::open(
-            Arc::clone(&fs),
-            Path::new("/region"),
-            Arc::clone(&wal),
-            1,
-            families(FamilyRules::default()),
-        )
-        .expect("region")
-        .with_write_order(order);
+        let (_wal, region) = open_at_root(fs, order);
         region
             .mutate(vec![put("a", "q", 1, "ok")], Durability::FsyncWal)
             .expect("first write");
@@ -770,21 +776,7 @@ fn a_batch_is_as_durable_as_its_strongest_operation() {
     use keel_fs::FaultFs;
     let faults = Arc::new(FaultFs::new());
     let fs: Arc<dyn FileSystem> = faults.clone();
-    let open_on = |fs: Arc<dyn FileSystem>| {
-        let wal = Arc::new(
-            Wal::open(Arc::clone(&fs), Path::new("/wal"), WalOptions::default()).expect("wal"),
-        );
-        let region = Region::open(
-            fs,
-            Path::new("/region"),
-            Arc::clone(&wal),
-            1,
-            families(FamilyRules::default()),
-        )
-        .expect("region");
-        (wal, region)
-    };
-    let (_wal, region) = open_on(fs);
+    let (_wal, region) = open_at_root(fs, WriteOrder::Reordered);
     region
         .mutate(vec![put("alone", "q", 1, "v")], Durability::SkipWal)
         .expect("write");
@@ -794,7 +786,7 @@ fn a_batch_is_as_durable_as_its_strongest_operation() {
     ]);
     assert!(statuses.iter().all(Result::is_ok));
     // A power cut now: only what was fsynced survives.
-    let (_wal2, after) = open_on(Arc::new(faults.crash_image()));
+    let (_wal2, after) = open_at_root(Arc::new(faults.crash_image()), WriteOrder::Reordered);
     let has = |row: &[u8]| !after.get(row, &all_versions()).expect("get").is_empty();
     assert!(!has(b"alone"), "a lone SkipWal write is not logged");
     assert!(
@@ -911,21 +903,7 @@ fn a_compaction_that_fails_leaves_every_file_and_cell_in_place() {
     use keel_region::compaction_policy::CompactionPolicy;
     let faults = Arc::new(FaultFs::new());
     let fs: Arc<dyn FileSystem> = faults.clone();
-    let open_on = |fs: Arc<dyn FileSystem>| {
-        let wal = Arc::new(
-            Wal::open(Arc::clone(&fs), Path::new("/wal"), WalOptions::default()).expect("wal"),
-        );
-        let region = Region::open(
-            fs,
-            Path::new("/region"),
-            Arc::clone(&wal),
-            1,
-            families(FamilyRules::default()),
-        )
-        .expect("region");
-        (wal, region)
-    };
-    let (_wal, region) = open_on(fs);
+    let (_wal, region) = open_at_root(fs, WriteOrder::Reordered);
     for round in 0..4i64 {
         region
             .mutate(
@@ -948,7 +926,7 @@ fn a_compaction_that_fails_leaves_every_file_and_cell_in_place() {
             ["v"]
         );
     }
-    let (_wal2, after) = open_on(Arc::new(faults.crash_image()));
+    let (_wal2, after) = open_at_root(Arc::new(faults.crash_image()), WriteOrder::Reordered);
     assert_eq!(after.store_file_count(), 4);
     for round in 0..4 {
         assert_eq!(
