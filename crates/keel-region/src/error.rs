@@ -75,6 +75,36 @@ pub enum RegionError {
     /// A cell could not be built (a limit was exceeded).
     #[error("bad cell: {0}")]
     BadCell(String),
+    /// The region's memstores are above flush size × block multiplier (HBase's
+    /// `RegionTooBusyException`): a flush was requested; retry after it.
+    #[error(
+        "region {region} too busy: memstore {memstore} bytes over its limit of {limit}; a flush was requested"
+    )]
+    RegionTooBusy {
+        /// The region id.
+        region: u64,
+        /// Its memstore size.
+        memstore: u64,
+        /// The blocking size.
+        limit: u64,
+    },
+    /// Memstore memory across the server stayed above the high watermark for longer than the
+    /// writer may wait.
+    #[error("memstore memory {used} bytes above the server's limit of {limit} for {waited:?}")]
+    MemoryFull {
+        /// Bytes held in memstores.
+        used: u64,
+        /// The high watermark.
+        limit: u64,
+        /// How long the write waited.
+        waited: std::time::Duration,
+    },
+    /// A compaction was stopped because the server is closing; nothing was committed.
+    #[error("region {0}: compaction cancelled (the server is closing)")]
+    CompactionCancelled(u64),
+    /// The server's memory settings do not fit together.
+    #[error("memory settings: {0}")]
+    MemoryConfig(String),
     /// A cell names a family the region does not have.
     #[error("no column family {family} in region {region}")]
     NoSuchFamily {

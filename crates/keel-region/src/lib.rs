@@ -35,6 +35,7 @@ mod catalog;
 mod checked_file;
 pub mod compaction_policy;
 mod error;
+mod limits;
 mod manifest;
 pub mod matcher;
 mod region;
@@ -42,9 +43,13 @@ mod scan;
 mod server;
 
 pub use error::RegionError;
-pub use region::{BlockReads, Durability, FamilyOptions, Region, WriteOrder, WriteTimings};
+pub use limits::{CompactionThroughput, RegionLimits};
+pub use region::{
+    BlockReads, CompactionOutcome, Durability, FamilyOptions, Region, RegionStats, WriteOrder,
+    WriteTimings,
+};
 pub use scan::{ColumnValueFilter, CompareOp, RegionScanner, Scan};
-pub use server::{RegionServer, ServerOptions, Table};
+pub use server::{RegionServer, ServerOptions, ServerStats, Table};
 
 /// The README's embedded example, compiled and run as a doctest.
 #[doc = include_str!("../../../README.md")]

@@ -4,6 +4,7 @@
 //! that never committed and are ignored.
 //!
 //! Text, one item per line: `keel-region-manifest 1`, `flushed <seq>`, `next <file number>`,
+//! `major <unix ms>` (when the last major compaction finished; absent in older manifests),
 //! `file <family hex> <file name>` per file, then `crc <crc32 hex>` of everything before it.
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,8 @@ pub(crate) struct Manifest {
     pub(crate) flushed: u64,
     /// The next store-file number to use.
     pub(crate) next_file: u64,
+    /// When the last major compaction finished (unix ms), 0 if never recorded.
+    pub(crate) last_major_ms: i64,
     /// (family, file name) of every committed store file, oldest first.
     pub(crate) files: Vec<(Bytes, String)>,
 }
@@ -44,6 +47,7 @@ impl Manifest {
             match parts.as_slice() {
                 ["flushed", n] => manifest.flushed = n.parse().map_err(|_| corrupt(line))?,
                 ["next", n] => manifest.next_file = n.parse().map_err(|_| corrupt(line))?,
+                ["major", n] => manifest.last_major_ms = n.parse().map_err(|_| corrupt(line))?,
                 ["file", family, name] => {
                     let family = unhex(family).ok_or_else(|| corrupt(line))?;
                     manifest
@@ -57,7 +61,10 @@ impl Manifest {
     }
 
     pub(crate) fn store(&self, fs: &dyn FileSystem, dir: &Path) -> Result<(), RegionError> {
-        let mut body = format!("flushed {}\nnext {}\n", self.flushed, self.next_file);
+        let mut body = format!(
+            "flushed {}\nnext {}\nmajor {}\n",
+            self.flushed, self.next_file, self.last_major_ms
+        );
         for (family, name) in &self.files {
             body.push_str(&format!("file {} {name}\n", hex(family)));
         }
@@ -95,6 +102,7 @@ mod tests {
         let manifest = Manifest {
             flushed: 42,
             next_file: 7,
+            last_major_ms: 1_700_000_000_123,
             files: vec![
                 (
                     Bytes::from_static(b"f"),

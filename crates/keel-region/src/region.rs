@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -18,11 +18,18 @@ use keel_storefile::{
 use keel_wal::{ReplayOptions, Wal, WalEntry};
 use parking_lot::{Mutex, RwLock};
 
-use crate::compaction_policy::CompactionPolicy;
 use crate::error::{RegionError, io};
+use crate::limits::{MemoryAccount, RegionLimits};
 use crate::manifest::{Manifest, hex};
 use crate::matcher::{FamilyRules, Matcher, ReadQuery};
 use crate::scan::{RegionScanner, Scan};
+
+mod compaction;
+mod counters;
+
+pub use compaction::CompactionOutcome;
+use counters::Counters;
+pub use counters::RegionStats;
 
 /// One column family's settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -168,6 +175,19 @@ pub struct Region {
     next_file_id: AtomicU64,
     order: WriteOrder,
     default_durability: keel_wal::Durability,
+    limits: RegionLimits,
+    account: Arc<MemoryAccount>,
+    /// Bytes charged to the account for the active memstore segments, and for the pending
+    /// snapshot (`Some` from the snapshot until its flush commits).
+    active_bytes: AtomicU64,
+    snapshot_bytes: Mutex<Option<u64>>,
+    flush_requested: AtomicBool,
+    /// Set while a background compaction of this region is queued (one at a time).
+    pub(crate) compaction_queued: AtomicBool,
+    /// Since when a due flush has been held back by too many store files.
+    flush_delayed_since: Mutex<Option<Instant>>,
+    opened_ms: i64,
+    counters: Counters,
 }
 
 impl std::fmt::Debug for Region {
@@ -246,6 +266,7 @@ impl Region {
                 },
             );
         }
+        remove_unlisted_files(&*fs, &manifest, &stores);
         let mut max_seq = manifest.flushed;
         for (family, name) in &manifest.files {
             let store = stores
@@ -265,6 +286,7 @@ impl Region {
         }
         let mut flushed = HashMap::new();
         flushed.insert(id, manifest.flushed);
+        let mut replayed_bytes = 0;
         for entry in wal.replay(ReplayOptions {
             flushed,
             ..ReplayOptions::default()
@@ -274,6 +296,7 @@ impl Region {
                 continue;
             }
             max_seq = max_seq.max(entry.sequence_id);
+            replayed_bytes += crate::limits::charge(&entry.cells);
             for cell in entry.cells {
                 let store = stores
                     .get(cell.family())
@@ -301,7 +324,111 @@ impl Region {
             compacting: Mutex::new(()),
             order: WriteOrder::default(),
             default_durability: keel_wal::Durability::SyncWal,
+            limits: RegionLimits::default(),
+            account: {
+                let account = MemoryAccount::unlimited();
+                account.charge(replayed_bytes);
+                account
+            },
+            active_bytes: AtomicU64::new(replayed_bytes),
+            snapshot_bytes: Mutex::new(None),
+            flush_requested: AtomicBool::new(false),
+            compaction_queued: AtomicBool::new(false),
+            flush_delayed_since: Mutex::new(None),
+            opened_ms: now_ms(),
+            counters: Counters::default(),
         })
+    }
+
+    /// The same region with `limits` (HBase's defaults otherwise).
+    pub fn with_limits(mut self, limits: RegionLimits) -> Region {
+        self.limits = limits;
+        self
+    }
+
+    /// The region's limits.
+    pub fn limits(&self) -> &RegionLimits {
+        &self.limits
+    }
+
+    /// The same region charging its memstore memory to `account` (a server's global limits).
+    pub(crate) fn with_account(mut self, account: Arc<MemoryAccount>) -> Region {
+        let held = self.active_bytes.load(Ordering::Relaxed);
+        self.account.release(held);
+        account.charge(held);
+        self.account = account;
+        self
+    }
+
+    /// Asks whoever flushes this region (the server's flusher) to do it soon.
+    pub fn request_flush(&self) {
+        self.flush_requested.store(true, Ordering::Release);
+        self.account.wake();
+    }
+
+    /// Whether a flush was asked for and has not happened yet.
+    pub fn flush_requested(&self) -> bool {
+        self.flush_requested.load(Ordering::Acquire)
+    }
+
+    /// HBase's `checkResources`, before a write takes its locks: above the blocking memstore
+    /// size the write is refused with `RegionTooBusy` and a flush requested; above the global
+    /// high watermark it waits for flushes to free memory.
+    fn check_resources(&self) -> Result<(), RegionError> {
+        let size = self.memstore_size();
+        let limit = self.limits.blocking_memstore_size();
+        if size > limit {
+            self.counters.busy_refusals.fetch_add(1, Ordering::Relaxed);
+            self.request_flush();
+            return Err(RegionError::RegionTooBusy {
+                region: self.id,
+                memstore: size,
+                limit,
+            });
+        }
+        match self.account.wait_below_high() {
+            Ok(None) => Ok(()),
+            Ok(Some(waited)) => {
+                self.counters.blocked(waited);
+                Ok(())
+            }
+            Err(waited) => {
+                self.counters.blocked(waited);
+                Err(RegionError::MemoryFull {
+                    used: self.account.used(),
+                    limit: self.account.high(),
+                    waited,
+                })
+            }
+        }
+    }
+
+    /// The region's counters.
+    pub fn stats(&self) -> RegionStats {
+        self.counters.read()
+    }
+
+    /// Whether some family has `blocking_store_files` store files or more.
+    pub fn too_many_store_files(&self) -> bool {
+        self.stores
+            .values()
+            .any(|s| s.files.read().len() >= self.limits.blocking_store_files)
+    }
+
+    /// Whether a due flush should wait because a family has `blocking_store_files` files or
+    /// more (HBase delays it up to `blocking_wait` while compaction catches up). Starts the
+    /// wait's clock on the first call; a flush ends it.
+    pub(crate) fn flush_should_wait(&self) -> bool {
+        if !self.too_many_store_files() {
+            return false;
+        }
+        let mut since = self.flush_delayed_since.lock();
+        let started = *since.get_or_insert_with(Instant::now);
+        let wait = started.elapsed() < self.limits.blocking_wait;
+        if wait {
+            self.counters.flush_delays.fetch_add(1, Ordering::Relaxed);
+        }
+        wait
     }
 
     /// The same region with `UseDefault` writes at `durability` (`UseDefault` itself keeps
@@ -338,6 +465,7 @@ impl Region {
         durability: Durability,
     ) -> Result<WriteTimings, RegionError> {
         self.check_families(&cells)?;
+        self.check_resources()?;
         let mut timings = WriteTimings::default();
         let started = Instant::now();
         let rows: BTreeSet<Bytes> = cells.iter().map(|c| c.row().clone()).collect();
@@ -362,6 +490,7 @@ impl Region {
             });
         }
         self.check_families(&cells)?;
+        self.check_resources()?;
         let (guard, timings) = self.lock_exclusive(row_bytes)?;
         self.write_locked(cells, durability, timings, guard)
     }
@@ -497,6 +626,9 @@ impl Region {
                     for store in self.stores.values() {
                         store.memstore.rollback(&cells);
                     }
+                    let charged = crate::limits::charge(&cells);
+                    self.active_bytes.fetch_sub(charged, Ordering::Relaxed);
+                    self.account.release(charged);
                     return Err(e.into());
                 }
                 let step = Instant::now();
@@ -507,12 +639,17 @@ impl Region {
         Ok(timings)
     }
 
+    /// Inserts and charges the cells (under the updates lock, so a flush's snapshot takes
+    /// exactly the charges of the cells it holds).
     fn add_to_memstores(&self, cells: &[Cell]) {
         for cell in cells {
             if let Some(store) = self.stores.get(cell.family()) {
                 store.memstore.add([cell.clone()]);
             }
         }
+        let charged = crate::limits::charge(cells);
+        self.active_bytes.fetch_add(charged, Ordering::Relaxed);
+        self.account.charge(charged);
     }
 
     /// The cells of `row` that `query` selects (its read point is replaced by the region's
@@ -696,6 +833,7 @@ impl Region {
                 other: escape_bytes(other.row()),
             });
         }
+        self.check_resources()?;
         let (guard, timings) = self.lock_exclusive(row_bytes)?;
         let current = self.latest_for_update(row, family, qualifier)?;
         if !check(current.as_ref().map(|c| c.value())) {
@@ -719,6 +857,7 @@ impl Region {
                 region: self.id,
             });
         }
+        self.check_resources()?;
         let (guard, timings) = self.lock_exclusive(Bytes::copy_from_slice(row))?;
         let current = self.latest_for_update(row, family, qualifier)?;
         let (value, result) = update(current.as_ref().map(|c| c.value()))?;
@@ -779,6 +918,12 @@ impl Region {
                 .iter()
                 .map(|(name, store)| (name.clone(), store.memstore.snapshot()))
                 .collect();
+            let mut pending = self.snapshot_bytes.lock();
+            if pending.is_none() {
+                // A failed flush leaves its snapshot pending and the memstore hands the same one
+                // back; only a fresh snapshot takes the active segment's charges.
+                *pending = Some(self.active_bytes.swap(0, Ordering::Relaxed));
+            }
             (snapshots, self.mvcc.write_point())
         };
         let mut written = Vec::new();
@@ -798,6 +943,7 @@ impl Region {
             writer.finish()?;
             written.push((name.clone(), file_name, path));
         }
+        let mut flushed_bytes = 0;
         let mut manifest = self.manifest.lock();
         let mut next = manifest.clone();
         next.flushed = next.flushed.max(flush_seq);
@@ -815,136 +961,24 @@ impl Region {
                 FILE_IDS.fetch_add(1, Ordering::Relaxed),
                 Arc::clone(&self.stores[&name].source),
             )?;
+            flushed_bytes += reader.info().file_len;
             self.stores[&name].files.write().push(Arc::new(reader));
         }
         for (name, snapshot) in snapshots {
             // The snapshot's cells are in the new files now (or it was empty).
             let _ = self.stores[&name].memstore.clear_snapshot(snapshot.id());
         }
+        if let Some(charged) = self.snapshot_bytes.lock().take() {
+            self.account.release(charged);
+        }
+        self.flush_requested.store(false, Ordering::Release);
+        *self.flush_delayed_since.lock() = None;
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .flushed_bytes
+            .fetch_add(flushed_bytes, Ordering::Relaxed);
         self.wal.mark_flushed(self.id, flush_seq)?;
         Ok(flush_seq)
-    }
-
-    /// Merges store files: per family, the files `policy` selects — or, for a major compaction,
-    /// all of them — are rewritten as one, committed through the manifest like a flush, and the
-    /// old files removed. Returns how many files went away.
-    ///
-    /// A minor compaction keeps every cell (some files are not in it, and their cells may need
-    /// the markers). A major one keeps only what a read could still return: the family's
-    /// versions, unexpired cells (or its min versions), no delete markers and nothing they
-    /// mask — HBase's major compaction with `KEEP_DELETED_CELLS` false. No open read loses a
-    /// version by it: every store-file cell is visible at the current read point, and gets and
-    /// scans already open keep the files they started with (open handles), so only reads that
-    /// start after the commit see the rewritten file.
-    pub fn compact(&self, policy: &CompactionPolicy, major: bool) -> Result<usize, RegionError> {
-        let all = major;
-        let _one_at_a_time = self.compacting.lock();
-        let mut removed = 0;
-        for (name, store) in &self.stores {
-            let files: Vec<Arc<StoreFileReader>> = store.files.read().clone();
-            let window = if all {
-                // A major compaction rewrites even a single file: it may hold markers to purge.
-                if files.is_empty() {
-                    continue;
-                }
-                0..files.len()
-            } else {
-                let sizes: Vec<u64> = files.iter().map(|f| f.info().file_len).collect();
-                match policy.select(&sizes, false) {
-                    Some(selection) => selection.files,
-                    None => continue,
-                }
-            };
-            let chosen = &files[window.clone()];
-            let number = self.next_file_id.fetch_add(1, Ordering::Relaxed);
-            let file_name = format!("{number:020}.ksf");
-            let path = store.dir.join(&file_name);
-            let mut writer =
-                StoreFileWriter::create(Arc::clone(&self.fs), &path, store.files_options.clone())?;
-            let sources: Vec<Box<dyn KeyValueScanner>> = chosen
-                .iter()
-                .map(|f| Box::new(f.shared_scanner()) as Box<dyn KeyValueScanner>)
-                .collect();
-            let mut merge = MergeScanner::new(sources, &CellKey::first_on_row(Bytes::new()))?;
-            let mut keep = major.then(|| {
-                let query = ReadQuery {
-                    read_point: u64::MAX,
-                    max_versions: u32::MAX,
-                    ..ReadQuery::latest(u64::MAX, now_ms())
-                };
-                let mut families = HashMap::new();
-                families.insert(name.clone(), store.rules);
-                Matcher::new(query, families)
-            });
-            let mut written = 0u64;
-            while let Some(cell) = merge.next()? {
-                if keep.as_mut().is_none_or(|matcher| matcher.admit(&cell)) {
-                    writer.append(&cell)?;
-                    written += 1;
-                }
-            }
-            if written == 0 {
-                // Everything was deleted: the family's files simply go (a file needs a cell).
-                drop(writer);
-                self.commit_compaction(name, store, &files, window, None)?;
-                removed += chosen.len();
-                continue;
-            }
-            writer.finish()?;
-            self.commit_compaction(name, store, &files, window, Some((file_name, path)))?;
-            removed += chosen.len();
-        }
-        Ok(removed)
-    }
-
-    /// Replaces `files[window]` of a family with the new file (or with nothing) in the
-    /// manifest, then in the live list, then removes the old files.
-    fn commit_compaction(
-        &self,
-        name: &Bytes,
-        store: &Store,
-        files: &[Arc<StoreFileReader>],
-        window: std::ops::Range<usize>,
-        new_file: Option<(String, PathBuf)>,
-    ) -> Result<(), RegionError> {
-        let chosen = &files[window.clone()];
-        let old_names: Vec<String> = chosen.iter().map(|f| file_name_of(f.path())).collect();
-        {
-            let mut manifest = self.manifest.lock();
-            let mut next = manifest.clone();
-            let position = next
-                .files
-                .iter()
-                .position(|(family, file)| family == name && old_names.contains(file))
-                .unwrap_or(next.files.len());
-            next.files
-                .retain(|(family, file)| !(family == name && old_names.contains(file)));
-            if let Some((file_name, _)) = &new_file {
-                next.files.insert(
-                    position.min(next.files.len()),
-                    (name.clone(), file_name.clone()),
-                );
-            }
-            next.next_file = self.next_file_id.load(Ordering::Relaxed);
-            next.store(&*self.fs, &self.dir)?;
-            *manifest = next;
-        }
-        let replacement = match new_file {
-            Some((_, path)) => vec![Arc::new(StoreFileReader::open(
-                &*self.fs,
-                &path,
-                FILE_IDS.fetch_add(1, Ordering::Relaxed),
-                Arc::clone(&store.source),
-            )?)],
-            None => Vec::new(),
-        };
-        store.files.write().splice(window, replacement);
-        for old in chosen {
-            // Committed without them; open readers keep their handles. A failed removal
-            // leaves an unlisted file, which open ignores.
-            let _ = self.fs.remove(old.path());
-        }
-        Ok(())
     }
 
     /// Bytes held in memstores (what a flush would write).
@@ -972,7 +1006,15 @@ impl Region {
             .sum()
     }
 
-    /// Committed store files per family.
+    /// Committed store files of each family, in family order.
+    pub fn store_file_counts(&self) -> Vec<(Bytes, usize)> {
+        self.stores
+            .iter()
+            .map(|(name, s)| (name.clone(), s.files.read().len()))
+            .collect()
+    }
+
+    /// Committed store files, every family together.
     pub fn store_file_count(&self) -> usize {
         self.stores.values().map(|s| s.files.read().len()).sum()
     }
@@ -984,6 +1026,39 @@ impl Region {
 /// cells are all newer is still read: its delete markers can mask puts inside the range.
 fn may_hold_range(file: &StoreFileReader, query: &ReadQuery) -> bool {
     file.info().timestamp_range.1 >= query.time_range.min
+}
+
+/// Store files in a family's directory that the manifest does not list are what a flush or
+/// compaction that never committed left (or an old file whose removal failed): removed on open.
+fn remove_unlisted_files(
+    fs: &dyn FileSystem,
+    manifest: &Manifest,
+    stores: &BTreeMap<Bytes, Store>,
+) {
+    for (family, store) in stores {
+        let Ok(entries) = fs.list(&store.dir) else {
+            continue;
+        };
+        for path in entries {
+            let name = file_name_of(&path);
+            let listed = manifest
+                .files
+                .iter()
+                .any(|(f, n)| f == family && *n == name);
+            if !listed && (name.ends_with(".ksf") || name.ends_with(".ksf.tmp")) {
+                let _ = fs.remove(&path);
+            }
+        }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // Its memstores go with it: give their memory back to the server's account.
+        let held =
+            self.active_bytes.load(Ordering::Relaxed) + self.snapshot_bytes.lock().unwrap_or(0);
+        self.account.release(held);
+    }
 }
 
 fn file_name_of(path: &Path) -> String {

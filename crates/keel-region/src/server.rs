@@ -13,13 +13,18 @@ use keel_wal::{Wal, WalOptions};
 use parking_lot::{Mutex, RwLock};
 
 use crate::catalog::{Catalog, TableEntry};
+use crate::compaction_policy::CompactionPolicy;
 use crate::error::{RegionError, io};
+use crate::limits::{CompactionThroughput, MemoryAccount, RegionLimits};
 use crate::matcher::ReadQuery;
 use crate::region::{BlockReads, Durability, FamilyOptions, Region, WriteOrder, WriteTimings};
+
+mod housekeeping;
+use housekeeping::Housekeeping;
 use keel_blockcache::{BlockCache, CacheStats, LruBlockCache, LruOptions};
 
-/// How a [`RegionServer`] runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// How a [`RegionServer`] runs. Keys are HBase's where HBase has one.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ServerOptions {
     /// What `Durability::UseDefault` means on this server (HBase's default: `SYNC_WAL`).
     pub default_durability: Durability,
@@ -27,32 +32,123 @@ pub struct ServerOptions {
     pub write_order: WriteOrder,
     /// The shared WAL's settings.
     pub wal: WalOptions,
-    /// `hbase.hregion.memstore.flush.size`: a region whose memstores pass this is flushed by the
-    /// server's flusher (128 MiB).
-    pub flush_size: u64,
+    /// Every region's limits: flush size (128 MiB), block multiplier (4), blocking store files
+    /// (16) and how long a flush waits for compaction (90 s).
+    pub limits: RegionLimits,
     /// `hbase.hstore.flusher.count`: flusher threads (2); thread k looks after every k-th table.
     pub flusher_threads: usize,
     /// How often the flusher looks at every region (it also flushes the regions the WAL names
-    /// when it holds too many segments, HBase's `hbase.regionserver.maxlogs`).
+    /// when it holds too many segments, HBase's `hbase.regionserver.maxlogs`, and is woken at
+    /// once by memory pressure or a refused write).
     pub flush_check_interval: std::time::Duration,
     /// Bytes of the LRU block cache every region reads store files through; 0 reads files
     /// directly. HBase sizes it as `hfile.block.cache.size` (0.4) of the heap; Keel has no heap
     /// to take a share of, so 256 MiB.
     pub block_cache_bytes: u64,
+    /// The memory Keel may use for memstores and block cache (Keel's stand-in for HBase's heap,
+    /// 1 GiB). Checked at start as HBase checks its heap: the global memstore limit and the
+    /// block cache together may take at most 80% of it.
+    pub memory_bytes: u64,
+    /// `hbase.regionserver.global.memstore.size`, as bytes: above this, memstore memory across
+    /// all regions blocks writers until flushes free it (0.4 × `memory_bytes`).
+    pub global_memstore_bytes: u64,
+    /// `hbase.regionserver.global.memstore.size.lower.limit`: above this fraction of the global
+    /// limit (0.95) the flusher flushes the largest regions first.
+    pub global_memstore_low_fraction: f64,
+    /// How long a writer blocked by the global limit waits before failing with `MemoryFull`
+    /// (Keel's own bound; HBase waits without one). 60 s.
+    pub memory_wait_timeout: std::time::Duration,
+    /// The minor-compaction selection (HBase's exploring policy and its defaults).
+    pub compaction: CompactionPolicy,
+    /// Compaction write throughput bounds (50–100 MiB/s, scaled to pressure).
+    pub compaction_throughput: CompactionThroughput,
+    /// `hbase.regionserver.thread.compaction.small`: threads of the small pool (1).
+    pub compaction_threads_small: usize,
+    /// `hbase.regionserver.thread.compaction.large`: threads of the large pool (1).
+    pub compaction_threads_large: usize,
+    /// `hbase.regionserver.thread.compaction.throttle`: compactions reading more than this go to
+    /// the large pool (2 × max files × flush size = 2.5 GiB).
+    pub compaction_throttle_point: u64,
+    /// `hbase.hregion.majorcompaction`: the period of automatic major compactions (7 days; zero
+    /// turns them off).
+    pub major_compaction_period: std::time::Duration,
+    /// `hbase.hregion.majorcompaction.jitter`: ± this share of the period, fixed per region
+    /// (0.5).
+    pub major_compaction_jitter: f64,
 }
 
 impl Default for ServerOptions {
     fn default() -> ServerOptions {
+        let memory_bytes: u64 = 1 << 30;
+        let limits = RegionLimits::default();
+        let compaction = CompactionPolicy::default();
         ServerOptions {
             default_durability: Durability::SyncWal,
             write_order: WriteOrder::Reordered,
             wal: WalOptions::default(),
             block_cache_bytes: 256 << 20,
-            flush_size: 128 << 20,
             flusher_threads: 2,
             flush_check_interval: std::time::Duration::from_millis(100),
+            memory_bytes,
+            global_memstore_bytes: memory_bytes / 5 * 2,
+            global_memstore_low_fraction: 0.95,
+            memory_wait_timeout: std::time::Duration::from_secs(60),
+            compaction_throughput: CompactionThroughput::default(),
+            compaction_threads_small: 1,
+            compaction_threads_large: 1,
+            compaction_throttle_point: 2 * compaction.max_files as u64 * limits.flush_size,
+            compaction,
+            limits,
+            major_compaction_period: std::time::Duration::from_secs(7 * 24 * 3600),
+            major_compaction_jitter: 0.5,
         }
     }
+}
+
+impl ServerOptions {
+    /// HBase's start-up check: the memory settings must fit together.
+    fn check_memory(&self) -> Result<(), RegionError> {
+        let budget = self.memory_bytes as f64 * 0.8;
+        let wanted = self.global_memstore_bytes as f64 + self.block_cache_bytes as f64;
+        if wanted > budget {
+            return Err(RegionError::MemoryConfig(format!(
+                "global memstore limit {} + block cache {} bytes exceed 80% of memory_bytes {}",
+                self.global_memstore_bytes, self.block_cache_bytes, self.memory_bytes
+            )));
+        }
+        if !(self.global_memstore_low_fraction > 0.0 && self.global_memstore_low_fraction <= 1.0) {
+            return Err(RegionError::MemoryConfig(format!(
+                "global_memstore_low_fraction {} is not in (0, 1]",
+                self.global_memstore_low_fraction
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The server's own counters (each region's are in [`Region::stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Bytes held in memstores across every region.
+    pub memstore_bytes: u64,
+    /// The global high watermark.
+    pub memstore_high: u64,
+    /// Writes that waited for global memstore memory, and for how long in total.
+    pub blocked_writes: u64,
+    /// The time they waited.
+    pub blocked_time: std::time::Duration,
+    /// Flushes made because memory passed the low watermark.
+    pub pressure_flushes: u64,
+    /// Background flushes that failed (the region is tried again).
+    pub flush_failures: u64,
+    /// Compactions queued on the small and large pools.
+    pub small_compactions: u64,
+    /// Compactions queued on the large pool.
+    pub large_compactions: u64,
+    /// Background compactions that failed.
+    pub compaction_failures: u64,
+    /// Time background compactions slept in the throttle.
+    pub compaction_throttled: std::time::Duration,
 }
 
 struct Hosted {
@@ -69,120 +165,8 @@ pub struct RegionServer {
     reads: BlockReads,
     tables: Arc<RwLock<BTreeMap<String, Hosted>>>,
     catalog: Mutex<Catalog>,
-    flusher: Mutex<Option<Flusher>>,
-    flush_failures: Arc<std::sync::atomic::AtomicU64>,
-}
-
-/// The background threads that flush regions past their flush size or named by the WAL.
-struct Flusher {
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    handles: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl Flusher {
-    fn start(
-        threads: usize,
-        tables: std::sync::Weak<RwLock<BTreeMap<String, Hosted>>>,
-        wal: std::sync::Weak<Wal>,
-        flush_size: u64,
-        interval: std::time::Duration,
-        failures: Arc<std::sync::atomic::AtomicU64>,
-    ) -> std::io::Result<Flusher> {
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let threads = threads.max(1);
-        let mut flusher = Flusher {
-            stop: Arc::clone(&stop),
-            handles: Vec::with_capacity(threads),
-        };
-        for k in 0..threads {
-            let share = Share {
-                k,
-                threads,
-                tables: tables.clone(),
-                wal: wal.clone(),
-                flush_size,
-                interval,
-                failures: Arc::clone(&failures),
-                stopped: Arc::clone(&stop),
-            };
-            match share.spawn() {
-                Ok(handle) => flusher.handles.push(handle),
-                Err(e) => {
-                    flusher.stop();
-                    return Err(e);
-                }
-            }
-        }
-        Ok(flusher)
-    }
-
-    fn stop(self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
-        for handle in &self.handles {
-            handle.thread().unpark();
-        }
-        for handle in self.handles {
-            let _ = handle.join();
-        }
-    }
-}
-
-/// One flusher thread's share: every `threads`-th table from the `k`-th.
-struct Share {
-    k: usize,
-    threads: usize,
-    tables: std::sync::Weak<RwLock<BTreeMap<String, Hosted>>>,
-    wal: std::sync::Weak<Wal>,
-    flush_size: u64,
-    interval: std::time::Duration,
-    failures: Arc<std::sync::atomic::AtomicU64>,
-    stopped: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Share {
-    fn spawn(self) -> std::io::Result<std::thread::JoinHandle<()>> {
-        use std::sync::atomic::Ordering;
-        let Share {
-            k,
-            threads,
-            tables,
-            wal,
-            flush_size,
-            interval,
-            failures,
-            stopped,
-        } = self;
-        std::thread::Builder::new()
-            .name(format!("keel-region-flusher-{k}"))
-            .spawn(move || {
-                while !stopped.load(Ordering::Acquire) {
-                    std::thread::park_timeout(interval);
-                    // A dropped server (without close) ends the thread here.
-                    let (Some(tables), Some(wal)) = (tables.upgrade(), wal.upgrade()) else {
-                        return;
-                    };
-                    let wanted: Vec<u64> = wal.regions_to_flush();
-                    let regions: Vec<Arc<Region>> = tables
-                        .read()
-                        .values()
-                        .enumerate()
-                        .filter(|(i, _)| i % threads == k)
-                        .filter_map(|(_, h)| h.region.clone())
-                        .collect();
-                    drop((tables, wal));
-                    for region in regions {
-                        if stopped.load(Ordering::Acquire) {
-                            return;
-                        }
-                        let due =
-                            region.memstore_size() >= flush_size || wanted.contains(&region.id());
-                        if due && region.flush().is_err() {
-                            failures.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-            })
-    }
+    account: Arc<MemoryAccount>,
+    housekeeping: Mutex<Option<Housekeeping>>,
 }
 
 impl std::fmt::Debug for RegionServer {
@@ -225,6 +209,7 @@ impl RegionServer {
         dir: &Path,
         options: ServerOptions,
     ) -> Result<RegionServer, RegionError> {
+        options.check_memory()?;
         fs.create_dir_all(dir)
             .map_err(|e| io("create directory", dir, e))?;
         let catalog = Catalog::load(&*fs, dir)?;
@@ -241,6 +226,9 @@ impl RegionServer {
                 ..LruOptions::default()
             })))
         };
+        let high = options.global_memstore_bytes;
+        let low = (high as f64 * options.global_memstore_low_fraction) as u64;
+        let account = MemoryAccount::new(high, low, options.memory_wait_timeout);
         let server = RegionServer {
             fs,
             dir: dir.to_path_buf(),
@@ -249,8 +237,8 @@ impl RegionServer {
             reads,
             tables: Arc::new(RwLock::new(BTreeMap::new())),
             catalog: Mutex::new(catalog.clone()),
-            flusher: Mutex::new(None),
-            flush_failures: Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            account,
+            housekeeping: Mutex::new(None),
         };
         for entry in catalog.tables {
             let region = if entry.enabled {
@@ -263,23 +251,43 @@ impl RegionServer {
                 .write()
                 .insert(entry.name.clone(), Hosted { entry, region });
         }
-        let flusher = Flusher::start(
-            server.options.flusher_threads,
+        let housekeeping = Housekeeping::start(
             Arc::downgrade(&server.tables),
             Arc::downgrade(&server.wal),
-            server.options.flush_size,
-            server.options.flush_check_interval,
-            Arc::clone(&server.flush_failures),
+            server.options.clone(),
+            Arc::clone(&server.account),
         )
-        .map_err(|e| io("start flusher", dir, e))?;
-        *server.flusher.lock() = Some(flusher);
+        .map_err(|e| io("start flusher and compaction threads", dir, e))?;
+        *server.housekeeping.lock() = Some(housekeeping);
         Ok(server)
     }
 
     /// Background flushes that failed (the region stays as it was and is tried again).
     pub fn flush_failures(&self) -> u64 {
-        self.flush_failures
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.stats().flush_failures
+    }
+
+    /// The server's counters: global memory, pressure flushes, background failures.
+    pub fn stats(&self) -> ServerStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (blocked_writes, blocked_time) = self.account.blocked();
+        let mut stats = ServerStats {
+            memstore_bytes: self.account.used(),
+            memstore_high: self.account.high(),
+            blocked_writes,
+            blocked_time,
+            ..ServerStats::default()
+        };
+        if let Some(h) = &*self.housekeeping.lock() {
+            let c = &h.shared.counters;
+            stats.pressure_flushes = c.pressure_flushes.load(Relaxed);
+            stats.flush_failures = c.flush_failures.load(Relaxed);
+            stats.small_compactions = c.small_compactions.load(Relaxed);
+            stats.large_compactions = c.large_compactions.load(Relaxed);
+            stats.compaction_failures = c.compaction_failures.load(Relaxed);
+            stats.compaction_throttled = h.shared.throttle.slept();
+        }
+        stats
     }
 
     fn open_region(&self, entry: &TableEntry) -> Result<Arc<Region>, RegionError> {
@@ -295,7 +303,9 @@ impl RegionServer {
         Ok(Arc::new(
             region
                 .with_write_order(self.options.write_order)
-                .with_default_durability(self.options.default_durability),
+                .with_default_durability(self.options.default_durability)
+                .with_limits(self.options.limits)
+                .with_account(Arc::clone(&self.account)),
         ))
     }
 
@@ -435,8 +445,8 @@ impl RegionServer {
     /// Flushes every table and closes the WAL. Handles still held keep their regions alive
     /// but can no longer write.
     pub fn close(self) -> Result<(), RegionError> {
-        if let Some(flusher) = self.flusher.lock().take() {
-            flusher.stop();
+        if let Some(mut housekeeping) = self.housekeeping.lock().take() {
+            housekeeping.stop();
         }
         let regions: Vec<Arc<Region>> = self
             .tables

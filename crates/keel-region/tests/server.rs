@@ -1,7 +1,7 @@
 //! The region server: tables created, listed, disabled, enabled and deleted, with the catalog
 //! and the data surviving a restart; bad names and states refused with typed errors.
 
-use keel_region::{FamilyOptions, RegionError, RegionServer, ServerOptions};
+use keel_region::{FamilyOptions, RegionError, RegionLimits, RegionServer, ServerOptions};
 
 #[test]
 fn tables_and_their_data_survive_a_restart() {
@@ -157,7 +157,10 @@ fn reads_of_store_files_go_through_the_shared_block_cache() {
 fn the_flusher_flushes_a_region_past_its_flush_size() {
     let dir = tempfile::tempdir().expect("tempdir");
     let options = ServerOptions {
-        flush_size: 64 * 1024,
+        limits: RegionLimits {
+            flush_size: 64 * 1024,
+            ..RegionLimits::default()
+        },
         flush_check_interval: std::time::Duration::from_millis(10),
         ..ServerOptions::default()
     };
@@ -171,11 +174,9 @@ fn the_flusher_flushes_a_region_past_its_flush_size() {
         .expect("create");
     let value = vec![b'x'; 1024];
     for i in 0..400 {
-        t.put(format!("r{i:05}").as_bytes(), b"f", b"q", &value)
-            .expect("put");
-        other
-            .put(format!("r{i:05}").as_bytes(), b"f", b"q", &value)
-            .expect("put");
+        for table in [&t, &other] {
+            put_retrying(table, format!("r{i:05}").as_bytes(), &value);
+        }
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     // The flushers keep at it until every memstore is back under the flush size.
@@ -199,4 +200,17 @@ fn the_flusher_flushes_a_region_past_its_flush_size() {
     assert_eq!(server.flush_failures(), 0);
     drop((t, other));
     server.close().expect("close");
+}
+
+/// A put that, refused because the region is too busy, retries as an HBase client does.
+fn put_retrying(table: &keel_region::Table, row: &[u8], value: &[u8]) {
+    loop {
+        match table.put(row, b"f", b"q", value) {
+            Ok(_) => return,
+            Err(keel_region::RegionError::RegionTooBusy { .. }) => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Err(e) => panic!("put: {e}"),
+        }
+    }
 }

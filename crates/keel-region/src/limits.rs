@@ -1,0 +1,409 @@
+//! Backpressure and memory limits: a region's own limits ([`RegionLimits`]), memstore memory
+//! across the regions of a server (`MemoryAccount`, high and low watermarks), and the
+//! compaction throughput throttle ([`CompactionThroughput`], HBase's pressure-aware controller).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+/// A region's own limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionLimits {
+    /// `hbase.hregion.memstore.flush.size`: a region whose memstores pass it is due a flush
+    /// (128 MiB).
+    pub flush_size: u64,
+    /// `hbase.hregion.memstore.block.multiplier`: above `flush_size` × this (4) writes are
+    /// refused with `RegionTooBusy` and a flush is requested.
+    pub block_multiplier: u64,
+    /// `hbase.hstore.blockingStoreFiles`: a family with this many store files (16) or more has
+    /// its region's flushes delayed while compaction catches up.
+    pub blocking_store_files: usize,
+    /// `hbase.hstore.blockingWaitTime`: how long at most a flush is delayed so (90 s).
+    pub blocking_wait: Duration,
+}
+
+impl Default for RegionLimits {
+    fn default() -> RegionLimits {
+        RegionLimits {
+            flush_size: 128 << 20,
+            block_multiplier: 4,
+            blocking_store_files: 16,
+            blocking_wait: Duration::from_secs(90),
+        }
+    }
+}
+
+impl RegionLimits {
+    /// The memstore size above which writes are refused.
+    pub fn blocking_memstore_size(&self) -> u64 {
+        self.flush_size.saturating_mul(self.block_multiplier.max(1))
+    }
+}
+
+/// The bytes a cell is charged in memstore accounting: its data and the memstore's per-cell
+/// bookkeeping estimate.
+pub(crate) fn charge(cells: &[keel_cell::Cell]) -> u64 {
+    cells
+        .iter()
+        .map(|c| {
+            let k = c.key();
+            (k.row().len() + k.family().len() + k.qualifier().len() + c.value().len()) as u64
+                + keel_memstore::CELL_OVERHEAD_BYTES
+        })
+        .sum()
+}
+
+/// Memstore memory across every region of a server (HBase's global memstore limits): above
+/// `high` writers block until flushes bring it back under; above `low` the flusher flushes the
+/// largest regions first. Regions charge what they insert and release it when a flush clears
+/// the snapshot.
+pub(crate) struct MemoryAccount {
+    used: AtomicU64,
+    high: u64,
+    low: u64,
+    timeout: Duration,
+    lock: Mutex<()>,
+    below_high: Condvar,
+    blocked_writes: AtomicU64,
+    blocked_nanos: AtomicU64,
+    wake: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+}
+
+impl std::fmt::Debug for MemoryAccount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryAccount")
+            .field("used", &self.used())
+            .field("high", &self.high)
+            .field("low", &self.low)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryAccount {
+    /// An account that never blocks (a region on its own).
+    pub(crate) fn unlimited() -> Arc<MemoryAccount> {
+        MemoryAccount::new(u64::MAX, u64::MAX, Duration::MAX)
+    }
+
+    pub(crate) fn new(high: u64, low: u64, timeout: Duration) -> Arc<MemoryAccount> {
+        Arc::new(MemoryAccount {
+            used: AtomicU64::new(0),
+            high,
+            low: low.min(high),
+            timeout,
+            lock: Mutex::new(()),
+            below_high: Condvar::new(),
+            blocked_writes: AtomicU64::new(0),
+            blocked_nanos: AtomicU64::new(0),
+            wake: Mutex::new(None),
+        })
+    }
+
+    /// Called when memory is short: wakes whoever flushes.
+    pub(crate) fn set_wake(&self, wake: Box<dyn Fn() + Send + Sync>) {
+        *self.wake.lock() = Some(wake);
+    }
+
+    pub(crate) fn wake(&self) {
+        if let Some(wake) = &*self.wake.lock() {
+            wake();
+        }
+    }
+
+    pub(crate) fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn high(&self) -> u64 {
+        self.high
+    }
+
+    pub(crate) fn above_low(&self) -> bool {
+        self.used() > self.low
+    }
+
+    pub(crate) fn charge(&self, bytes: u64) {
+        let after = self.used.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        if after > self.low && self.low != u64::MAX {
+            self.wake();
+        }
+    }
+
+    pub(crate) fn release(&self, bytes: u64) {
+        let before = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                Some(used.saturating_sub(bytes))
+            })
+            .unwrap_or_else(|used| used);
+        debug_assert!(
+            before >= bytes,
+            "released {bytes} of {before} bytes charged"
+        );
+        if before >= self.high && before.saturating_sub(bytes) < self.high {
+            // Under the lock, so a writer between its check and its wait cannot miss it.
+            let _guard = self.lock.lock();
+            self.below_high.notify_all();
+        }
+    }
+
+    /// Returns at once below the high watermark; otherwise wakes the flusher and waits until
+    /// flushes bring memory under it. `Err(waited)` if that took longer than the timeout.
+    pub(crate) fn wait_below_high(&self) -> Result<Option<Duration>, Duration> {
+        if self.used() < self.high {
+            return Ok(None);
+        }
+        let started = Instant::now();
+        self.blocked_writes.fetch_add(1, Ordering::Relaxed);
+        let outcome = loop {
+            self.wake();
+            let mut guard = self.lock.lock();
+            if self.used() < self.high {
+                break Ok(Some(started.elapsed()));
+            }
+            // A bounded wait: the flusher may free memory without crossing the mark exactly.
+            self.below_high
+                .wait_for(&mut guard, Duration::from_millis(50));
+            drop(guard);
+            if self.used() < self.high {
+                break Ok(Some(started.elapsed()));
+            }
+            if started.elapsed() >= self.timeout {
+                break Err(started.elapsed());
+            }
+        };
+        let waited = match outcome {
+            Ok(Some(d)) | Err(d) => d,
+            Ok(None) => Duration::ZERO,
+        };
+        self.blocked_nanos
+            .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+        outcome
+    }
+
+    /// Writes that had to wait for memory, and the time they waited.
+    pub(crate) fn blocked(&self) -> (u64, Duration) {
+        (
+            self.blocked_writes.load(Ordering::Relaxed),
+            Duration::from_nanos(self.blocked_nanos.load(Ordering::Relaxed)),
+        )
+    }
+}
+
+/// HBase's `PressureAwareCompactionThroughputController`: compactions together write at most
+/// `lower + (upper − lower) × pressure` bytes per second, shared among those running, where
+/// pressure is how close the busiest store is to `blockingStoreFiles` (0 at the compaction
+/// minimum, 1 at the blocking count); above 1 there is no limit, so compaction can always catch
+/// up with a writer that is about to be blocked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionThroughput {
+    /// `hbase.hstore.compaction.throughput.lower.bound`: 50 MiB/s.
+    pub lower_bytes_per_sec: u64,
+    /// `hbase.hstore.compaction.throughput.higher.bound`: 100 MiB/s.
+    pub upper_bytes_per_sec: u64,
+}
+
+impl Default for CompactionThroughput {
+    fn default() -> CompactionThroughput {
+        CompactionThroughput {
+            lower_bytes_per_sec: 50 << 20,
+            upper_bytes_per_sec: 100 << 20,
+        }
+    }
+}
+
+impl CompactionThroughput {
+    /// No limit at all (what `Region::compact` uses).
+    pub const UNLIMITED: CompactionThroughput = CompactionThroughput {
+        lower_bytes_per_sec: u64::MAX,
+        upper_bytes_per_sec: u64::MAX,
+    };
+
+    /// The bytes per second allowed in total at `pressure`, `None` for no limit.
+    pub fn limit(&self, pressure: f64) -> Option<u64> {
+        if pressure > 1.0 || self.lower_bytes_per_sec == u64::MAX {
+            return None;
+        }
+        let pressure = pressure.max(0.0);
+        let span = self
+            .upper_bytes_per_sec
+            .saturating_sub(self.lower_bytes_per_sec) as f64;
+        Some(self.lower_bytes_per_sec + (span * pressure) as u64)
+    }
+}
+
+/// The compactions running under one [`CompactionThroughput`], so they share its limit.
+#[derive(Debug, Default)]
+pub(crate) struct Throttle {
+    pub(crate) settings: Mutex<Option<CompactionThroughput>>,
+    active: AtomicUsize,
+    slept_nanos: AtomicU64,
+    cancelled: std::sync::atomic::AtomicBool,
+}
+
+/// The throttle was cancelled (the server is closing): the compaction stops uncommitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cancelled;
+
+impl Throttle {
+    pub(crate) fn new(settings: CompactionThroughput) -> Throttle {
+        Throttle {
+            settings: Mutex::new(Some(settings)),
+            ..Throttle::default()
+        }
+    }
+
+    pub(crate) fn start(&self) -> ThrottledRun<'_> {
+        self.active.fetch_add(1, Ordering::Relaxed);
+        ThrottledRun {
+            throttle: self,
+            started: Instant::now(),
+            written: 0,
+            checked: 0,
+        }
+    }
+
+    pub(crate) fn slept(&self) -> Duration {
+        Duration::from_nanos(self.slept_nanos.load(Ordering::Relaxed))
+    }
+
+    /// Makes every run's next check fail with [`Cancelled`].
+    pub(crate) fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Release);
+    }
+}
+
+/// One compaction's pacing: after every 256 KiB written it sleeps as long as it is ahead of its
+/// share of the limit.
+pub(crate) struct ThrottledRun<'a> {
+    throttle: &'a Throttle,
+    started: Instant,
+    written: u64,
+    checked: u64,
+}
+
+const CHECK_EVERY: u64 = 256 << 10;
+
+impl ThrottledRun<'_> {
+    /// Notes `bytes` written; `pressure` is read only when a check is due. Returns the time
+    /// slept, or `Cancelled`.
+    pub(crate) fn wrote(
+        &mut self,
+        bytes: u64,
+        pressure: impl FnOnce() -> f64,
+    ) -> Result<Duration, Cancelled> {
+        self.written += bytes;
+        if self.written - self.checked < CHECK_EVERY {
+            return Ok(Duration::ZERO);
+        }
+        self.checked = self.written;
+        if self.throttle.cancelled.load(Ordering::Acquire) {
+            return Err(Cancelled);
+        }
+        let Some(settings) = *self.throttle.settings.lock() else {
+            return Ok(Duration::ZERO);
+        };
+        let Some(limit) = settings.limit(pressure()) else {
+            return Ok(Duration::ZERO);
+        };
+        let share = (limit / self.throttle.active.load(Ordering::Relaxed).max(1) as u64).max(1);
+        let due = Duration::from_secs_f64(self.written as f64 / share as f64);
+        let elapsed = self.started.elapsed();
+        if due <= elapsed {
+            return Ok(Duration::ZERO);
+        }
+        // Sleep in slices so a cancel is noticed within 50 ms.
+        let sleep = due - elapsed;
+        let until = Instant::now() + sleep;
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            if self.throttle.cancelled.load(Ordering::Acquire) {
+                return Err(Cancelled);
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+        self.throttle
+            .slept_nanos
+            .fetch_add(sleep.as_nanos() as u64, Ordering::Relaxed);
+        Ok(sleep)
+    }
+}
+
+impl Drop for ThrottledRun<'_> {
+    fn drop(&mut self) {
+        self.throttle.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_scales_with_pressure_and_lifts_above_one() {
+        let t = CompactionThroughput::default();
+        assert_eq!(t.limit(0.0), Some(50 << 20));
+        assert_eq!(t.limit(1.0), Some(100 << 20));
+        assert_eq!(t.limit(0.5), Some(75 << 20));
+        assert_eq!(t.limit(-3.0), Some(50 << 20));
+        assert_eq!(t.limit(1.01), None);
+        assert_eq!(CompactionThroughput::UNLIMITED.limit(0.0), None);
+    }
+
+    #[test]
+    fn a_throttled_run_keeps_to_its_share() {
+        let throttle = Throttle::new(CompactionThroughput {
+            lower_bytes_per_sec: 8 << 20,
+            upper_bytes_per_sec: 8 << 20,
+        });
+        let started = Instant::now();
+        let mut run = throttle.start();
+        for _ in 0..16 {
+            run.wrote(256 << 10, || 0.0).expect("not cancelled");
+        }
+        // 4 MiB at 8 MiB/s: at least half a second.
+        assert!(
+            started.elapsed() >= Duration::from_millis(480),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(throttle.slept() > Duration::ZERO);
+        let started = Instant::now();
+        let mut free = throttle.start();
+        drop(run);
+        for _ in 0..16 {
+            free.wrote(256 << 10, || 2.0).expect("not cancelled");
+        }
+        assert!(started.elapsed() < Duration::from_millis(400));
+        throttle.cancel();
+        let mut cancelled = throttle.start();
+        assert_eq!(cancelled.wrote(1 << 20, || 0.0), Err(Cancelled));
+    }
+
+    #[test]
+    fn writers_block_above_high_until_release() {
+        let account = MemoryAccount::new(1000, 500, Duration::from_secs(10));
+        account.charge(1200);
+        let woken = Arc::new(AtomicU64::new(0));
+        let w = Arc::clone(&woken);
+        account.set_wake(Box::new(move || {
+            w.fetch_add(1, Ordering::Relaxed);
+        }));
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| account.wait_below_high());
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(!waiter.is_finished());
+            account.release(600);
+            let waited = waiter.join().expect("joins").expect("below high");
+            assert!(waited.expect("blocked") >= Duration::from_millis(90));
+        });
+        assert!(woken.load(Ordering::Relaxed) >= 1);
+        assert_eq!(account.blocked().0, 1);
+        assert_eq!(account.used(), 600);
+        assert!(account.above_low());
+        let short = MemoryAccount::new(10, 5, Duration::from_millis(120));
+        short.charge(20);
+        assert!(short.wait_below_high().is_err());
+    }
+}
