@@ -116,6 +116,7 @@ fn ci() -> Result<(), String> {
     cmd::fmt(true)?;
     run_tidy()?;
     cmd::lint()?;
+    cmd::lint_without_optional_features()?;
     cmd::doc()?;
     suites::model(None, None)?;
     cmd::test(false)?;

@@ -60,6 +60,18 @@ const BENCHES: &[Suite] = &[
         target: "increment",
     },
     Suite {
+        name: "tracing",
+        about: "HBASE-27153/27155: 20% writes / 80% reads with tracing compiled out, off, and recording",
+        package: "keel-region",
+        target: "tracing",
+    },
+    Suite {
+        name: "compaction",
+        about: "keel-region: write amplification, and foreground p99 while a compaction runs vs without",
+        package: "keel-region",
+        target: "compaction",
+    },
+    Suite {
         name: "storefile",
         about: "keel-storefile write/scan MB/s vs a raw read, gets with and without bloom, size per encoding",
         package: "keel-storefile",
@@ -246,6 +258,12 @@ pub(crate) fn bench(name: &str, quick: bool, plot: bool) -> Result<(), String> {
             PLOTS.join(", ")
         ));
     }
+    // The tracing benchmark's baseline: the same benchmark with keel-region's `tracing`
+    // feature off.
+    let compiled_out = match name {
+        "tracing" => Some(compiled_out_build()?),
+        _ => None,
+    };
     let mut args = vec![
         "bench",
         "--locked",
@@ -263,7 +281,49 @@ pub(crate) fn bench(name: &str, quick: bool, plot: bool) -> Result<(), String> {
     if plot {
         args.push("--plot");
     }
+    if let Some(exe) = &compiled_out {
+        if !quick && !plot {
+            args.push("--");
+        }
+        args.extend(["--compiled-out", exe]);
+    }
     run(cargo(&args))
+}
+
+/// Builds the tracing benchmark without keel-region's `tracing` feature (in its own target
+/// directory, so the two builds never evict each other) and returns the executable's path.
+fn compiled_out_build() -> Result<String, String> {
+    let mut command = cargo(&[
+        "bench",
+        "--locked",
+        "-p",
+        "keel-region",
+        "--bench",
+        "tracing",
+        "--no-default-features",
+        "--no-run",
+        "--target-dir",
+        "target/tracing-compiled-out",
+        "--message-format=json-render-diagnostics",
+    ]);
+    command.stderr(std::process::Stdio::inherit());
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot build the compiled-out benchmark: {e}"))?;
+    if !output.status.success() {
+        return Err("building the compiled-out tracing benchmark failed".to_string());
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines()
+        .filter(|line| {
+            line.contains("\"name\":\"tracing\"") && line.contains("\"kind\":[\"bench\"]")
+        })
+        .find_map(|line| {
+            let start = line.find("\"executable\":\"")? + "\"executable\":\"".len();
+            let end = start + line[start..].find('"')?;
+            Some(line[start..end].to_string())
+        })
+        .ok_or_else(|| "cargo did not report the compiled-out benchmark's executable".to_string())
 }
 
 pub(crate) fn crash(name: &str, rounds: Option<u32>) -> Result<(), String> {

@@ -41,6 +41,7 @@ pub mod matcher;
 mod region;
 mod scan;
 mod server;
+mod trace;
 
 pub use error::RegionError;
 pub use limits::{CompactionThroughput, RegionLimits};

@@ -13,7 +13,7 @@ use keel_fs::FileSystem;
 use keel_memstore::{MemStore, MemStoreOptions, MemStoreScanner};
 use keel_mvcc::{LockMode, Mvcc, RowLockGuard, RowLockOptions, RowLocks};
 use keel_storefile::{
-    DirectSource, KeyValueScanner, MergeScanner, StoreFileReader, StoreFileWriter, WriterOptions,
+    KeyValueScanner, MergeScanner, StoreFileReader, StoreFileWriter, WriterOptions,
 };
 use keel_wal::{ReplayOptions, Wal, WalEntry};
 use parking_lot::{Mutex, RwLock};
@@ -23,6 +23,9 @@ use crate::limits::{MemoryAccount, RegionLimits};
 use crate::manifest::{Manifest, hex};
 use crate::matcher::{FamilyRules, Matcher, ReadQuery};
 use crate::scan::{RegionScanner, Scan};
+#[cfg(feature = "tracing")]
+use crate::trace::Printable;
+use crate::trace::{event, span};
 
 mod compaction;
 mod counters;
@@ -85,7 +88,36 @@ impl keel_storefile::BlockSource for CachedSource {
             file_id: key.file_id,
             offset: key.offset,
         };
-        self.cache.get_or_load(key, self.in_memory, load)
+        let mut missed = false;
+        let block = self.cache.get_or_load(key, self.in_memory, &mut || {
+            missed = true;
+            event!(TRACE, file = key.file_id, offset = key.offset, "block read");
+            load()
+        });
+        let outcome = if missed {
+            "block cache miss"
+        } else {
+            "block cache hit"
+        };
+        event!(TRACE, file = key.file_id, offset = key.offset, "{outcome}");
+        let _ = outcome;
+        block
+    }
+}
+
+/// keel-storefile's direct reads, with a trace event per block read.
+#[derive(Debug)]
+struct TracedDirect;
+
+impl keel_storefile::BlockSource for TracedDirect {
+    fn get_or_load(
+        &self,
+        key: keel_storefile::BlockKey,
+        load: &mut dyn FnMut() -> keel_storefile::Result<Bytes>,
+    ) -> keel_storefile::Result<Bytes> {
+        event!(TRACE, file = key.file_id, offset = key.offset, "block read");
+        let _ = &key;
+        load()
     }
 }
 
@@ -182,8 +214,11 @@ pub struct Region {
     active_bytes: AtomicU64,
     snapshot_bytes: Mutex<Option<u64>>,
     flush_requested: AtomicBool,
-    /// Set while a background compaction of this region is queued (one at a time).
-    pub(crate) compaction_queued: AtomicBool,
+    /// The span that asked for the pending flush, for the flush's span to follow.
+    flush_cause: crate::trace::Cause,
+    /// Which background compactions of this region are queued (bit 1 minor, bit 2 major; one
+    /// of each at a time).
+    pub(crate) compaction_queued: std::sync::atomic::AtomicU8,
     /// Since when a due flush has been held back by too many store files.
     flush_delayed_since: Mutex<Option<Instant>>,
     opened_ms: i64,
@@ -248,7 +283,7 @@ impl Region {
             fs.create_dir_all(&family_dir)
                 .map_err(|e| io("create directory", &family_dir, e))?;
             let source: Arc<dyn keel_storefile::BlockSource> = match &reads {
-                BlockReads::Direct => Arc::new(DirectSource),
+                BlockReads::Direct => Arc::new(TracedDirect),
                 BlockReads::Cached(cache) => Arc::new(CachedSource {
                     cache: Arc::clone(cache),
                     in_memory: family.in_memory,
@@ -333,7 +368,8 @@ impl Region {
             active_bytes: AtomicU64::new(replayed_bytes),
             snapshot_bytes: Mutex::new(None),
             flush_requested: AtomicBool::new(false),
-            compaction_queued: AtomicBool::new(false),
+            flush_cause: crate::trace::Cause::default(),
+            compaction_queued: std::sync::atomic::AtomicU8::new(0),
             flush_delayed_since: Mutex::new(None),
             opened_ms: now_ms(),
             counters: Counters::default(),
@@ -363,6 +399,7 @@ impl Region {
     /// Asks whoever flushes this region (the server's flusher) to do it soon.
     pub fn request_flush(&self) {
         self.flush_requested.store(true, Ordering::Release);
+        self.flush_cause.note();
         self.account.wake();
     }
 
@@ -464,12 +501,16 @@ impl Region {
         cells: Vec<Cell>,
         durability: Durability,
     ) -> Result<WriteTimings, RegionError> {
+        let _span = span!(INFO, "region.mutate", region = self.id, cells = cells.len());
         self.check_families(&cells)?;
         self.check_resources()?;
         let mut timings = WriteTimings::default();
         let started = Instant::now();
         let rows: BTreeSet<Bytes> = cells.iter().map(|c| c.row().clone()).collect();
-        let rows = self.locks.lock_rows(rows, LockMode::Shared, None)?;
+        let rows = {
+            let _span = span!(DEBUG, "region.row_lock", rows = rows.len());
+            self.locks.lock_rows(rows, LockMode::Shared, None)?
+        };
         timings.lock_wait = started.elapsed();
         self.write_locked(cells, durability, timings, rows)
     }
@@ -482,6 +523,7 @@ impl Region {
         cells: Vec<Cell>,
         durability: Durability,
     ) -> Result<WriteTimings, RegionError> {
+        let _span = span!(INFO, "region.mutate_row", region = self.id, row = %Printable(row));
         let row_bytes = Bytes::copy_from_slice(row);
         if let Some(other) = cells.iter().find(|c| c.row() != &row_bytes) {
             return Err(RegionError::NotOneRow {
@@ -502,6 +544,12 @@ impl Region {
     /// shared locks on their rows). Returns one status per operation, in order; a failure of the
     /// mini-batch itself (the WAL) is every valid operation's status.
     pub fn batch(&self, operations: Vec<(Vec<Cell>, Durability)>) -> Vec<Result<(), RegionError>> {
+        let _span = span!(
+            INFO,
+            "region.batch",
+            region = self.id,
+            operations = operations.len()
+        );
         let mut statuses: Vec<Option<Result<(), RegionError>>> =
             Vec::with_capacity(operations.len());
         let mut cells = Vec::new();
@@ -548,6 +596,7 @@ impl Region {
     /// write's timings with the wait.
     fn lock_exclusive(&self, row: Bytes) -> Result<(RowLockGuard<'_>, WriteTimings), RegionError> {
         let started = Instant::now();
+        let _span = span!(DEBUG, "region.row_lock", rows = 1);
         let guard = self.locks.lock_row(row, LockMode::Exclusive, None)?;
         let timings = WriteTimings {
             lock_wait: started.elapsed(),
@@ -584,32 +633,41 @@ impl Region {
         }
         let _updates = self.updates.read();
         let step = Instant::now();
-        let (entry, pending) = self.mvcc.begin_with(|write_number| {
-            for cell in &mut cells {
-                cell.set_sequence_id(write_number);
-            }
-            let wal_entry = WalEntry {
-                region: self.id,
-                sequence_id: write_number,
-                write_time_ms: now,
-                cells: cells.clone(),
-            };
-            self.wal
-                .enqueue(&wal_entry, durability.resolve(self.default_durability))
-        });
+        let (entry, pending) = {
+            let _span = span!(DEBUG, "wal.append", cells = cells.len());
+            self.mvcc.begin_with(|write_number| {
+                for cell in &mut cells {
+                    cell.set_sequence_id(write_number);
+                }
+                let wal_entry = WalEntry {
+                    region: self.id,
+                    sequence_id: write_number,
+                    write_time_ms: now,
+                    cells: cells.clone(),
+                };
+                self.wal
+                    .enqueue(&wal_entry, durability.resolve(self.default_durability))
+            })
+        };
         timings.wal_append = step.elapsed();
         // On error the MVCC entry completes itself when dropped; nothing reached the memstore.
         let pending = pending?;
         match self.order {
             WriteOrder::Reordered => {
                 let step = Instant::now();
-                pending.wait()?;
+                {
+                    let _span = span!(DEBUG, "wal.sync_wait");
+                    pending.wait()?;
+                }
                 timings.sync_wait = step.elapsed();
                 let step = Instant::now();
                 self.add_to_memstores(&cells);
                 timings.memstore = step.elapsed();
                 let step = Instant::now();
-                self.mvcc.complete_and_wait(entry);
+                {
+                    let _span = span!(DEBUG, "mvcc.wait");
+                    self.mvcc.complete_and_wait(entry);
+                }
                 timings.mvcc_wait = step.elapsed();
                 drop(rows);
             }
@@ -619,7 +677,10 @@ impl Region {
                 timings.memstore = step.elapsed();
                 drop(rows);
                 let step = Instant::now();
-                let synced = pending.wait();
+                let synced = {
+                    let _span = span!(DEBUG, "wal.sync_wait");
+                    pending.wait()
+                };
                 timings.sync_wait = step.elapsed();
                 if let Err(e) = synced {
                     // Not yet visible (the MVCC entry is open), so no reader saw these cells.
@@ -656,6 +717,7 @@ impl Region {
     /// current one), merged from every store's memstore and the store files that may hold the
     /// row, in `CellComparator` order.
     pub fn get(&self, row: &[u8], query: &ReadQuery) -> Result<Vec<Cell>, RegionError> {
+        let _span = span!(INFO, "region.get", region = self.id, row = %Printable(row));
         let read_point = self.mvcc.read_point();
         let query = ReadQuery {
             read_point,
@@ -730,6 +792,12 @@ impl Region {
     /// afterwards changes nothing it returns. A reversed scan gathers its range before its
     /// first result (rows are stored ascending).
     pub fn scanner(&self, scan: &Scan) -> Result<RegionScanner, RegionError> {
+        let _span = span!(
+            INFO,
+            "region.scan_open",
+            region = self.id,
+            reversed = scan.reversed
+        );
         let read_point = self.mvcc.read_point();
         let query = ReadQuery {
             read_point,
@@ -779,6 +847,7 @@ impl Region {
         delta: i64,
         durability: Durability,
     ) -> Result<(i64, WriteTimings), RegionError> {
+        let _span = span!(INFO, "region.increment", region = self.id, row = %Printable(row));
         self.read_modify_write(row, family, qualifier, durability, |current| {
             let old = match current {
                 None => 0,
@@ -806,6 +875,7 @@ impl Region {
         suffix: &[u8],
         durability: Durability,
     ) -> Result<(Bytes, WriteTimings), RegionError> {
+        let _span = span!(INFO, "region.append", region = self.id, row = %Printable(row));
         self.read_modify_write(row, family, qualifier, durability, |current| {
             let mut value = current.map(|v| v.to_vec()).unwrap_or_default();
             value.extend_from_slice(suffix);
@@ -826,6 +896,7 @@ impl Region {
         cells: Vec<Cell>,
         durability: Durability,
     ) -> Result<bool, RegionError> {
+        let _span = span!(INFO, "region.check_and_mutate", region = self.id, row = %Printable(row));
         let row_bytes = Bytes::copy_from_slice(row);
         if let Some(other) = cells.iter().find(|c| c.row() != &row_bytes) {
             return Err(RegionError::NotOneRow {
@@ -910,6 +981,8 @@ impl Region {
     /// Writes every memstore to a new store file per family and commits them in one manifest
     /// update, then lets the WAL drop what they hold. Returns the flushed sequence id.
     pub fn flush(&self) -> Result<u64, RegionError> {
+        let _span = span!(INFO, "region.flush", region = self.id);
+        self.flush_cause.follow();
         let _one_at_a_time = self.flushing.lock();
         let (snapshots, flush_seq) = {
             let _exclusive = self.updates.write();

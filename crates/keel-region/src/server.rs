@@ -417,6 +417,17 @@ impl RegionServer {
         }
     }
 
+    /// Queues a compaction of `table` on the background pools, as HBase's `Admin.compact` and
+    /// `majorCompact` do: it runs throttled, off the caller's thread. (`Table::compact` and
+    /// `Table::major_compact` run one at once instead.)
+    pub fn request_compaction(&self, table: &str, major: bool) -> Result<(), RegionError> {
+        let region = self.table(table)?.region;
+        if let Some(housekeeping) = &*self.housekeeping.lock() {
+            housekeeping.shared.request_compaction(&region, major);
+        }
+        Ok(())
+    }
+
     /// Every table, sorted by name.
     pub fn list_tables(&self) -> Vec<String> {
         self.tables.read().keys().cloned().collect()

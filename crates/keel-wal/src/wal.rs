@@ -51,6 +51,9 @@ struct State {
     pending_entries: u64,
     /// (region, sequence id) of each pending entry, for truncation bookkeeping.
     pending_meta: Vec<(u64, u64)>,
+    /// The spans the pending entries were appended in, for the writer's spans to follow.
+    #[cfg(feature = "tracing")]
+    pending_spans: Vec<tracing::Span>,
     /// When the oldest pending entry was appended.
     pending_since: Option<Instant>,
     next_lsn: u64,
@@ -95,6 +98,8 @@ impl Wal {
                 pending: Vec::new(),
                 pending_entries: 0,
                 pending_meta: Vec::new(),
+                #[cfg(feature = "tracing")]
+                pending_spans: Vec::new(),
                 pending_since: None,
                 next_lsn,
                 written_lsn: next_lsn - 1,
@@ -195,6 +200,13 @@ impl Wal {
         encode_record(&payload, &mut state.pending);
         state.pending_entries += 1;
         state.pending_meta.push((entry.region, entry.sequence_id));
+        #[cfg(feature = "tracing")]
+        {
+            let span = tracing::Span::current();
+            if !span.is_none() {
+                state.pending_spans.push(span);
+            }
+        }
         state.pending_since.get_or_insert(started);
         state.last_sequence.insert(entry.region, entry.sequence_id);
         let lsn = state.next_lsn;
@@ -508,6 +520,14 @@ impl Shared {
             let batch = std::mem::take(&mut state.pending);
             let count = std::mem::take(&mut state.pending_entries);
             let meta = std::mem::take(&mut state.pending_meta);
+            #[cfg(feature = "tracing")]
+            let _write_span = {
+                let span = tracing::debug_span!("wal.write", entries = count);
+                for cause in std::mem::take(&mut state.pending_spans) {
+                    span.follows_from(&cause);
+                }
+                span.entered()
+            };
             let queued_since = state.pending_since.take();
             let roll = std::mem::take(&mut state.roll_requested)
                 || segment.len() >= self.options.roll_size;
@@ -568,6 +588,8 @@ impl Shared {
                 self.metrics.wrote();
             }
             if sync {
+                #[cfg(feature = "tracing")]
+                let _sync_span = tracing::debug_span!("wal.sync").entered();
                 let sync_started = Instant::now();
                 if let Err(err) = segment.sync() {
                     self.poison(&mut self.state.lock(), &err);

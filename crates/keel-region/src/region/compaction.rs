@@ -64,6 +64,7 @@ impl Region {
         major: bool,
         throttle: &Throttle,
     ) -> Result<CompactionOutcome, RegionError> {
+        let _span = crate::trace::span!(INFO, "region.compact", region = self.id, major);
         let _one_at_a_time = self.compacting.lock();
         // Flushed files may hold writes whose MVCC entry has not completed; a compaction that
         // applies their markers must not run ahead of readers that cannot see them yet.

@@ -54,7 +54,8 @@ impl Shared {
         if !major && size == 0 {
             return;
         }
-        if region.compaction_queued.swap(true, Ordering::AcqRel) {
+        let bit = if major { 2 } else { 1 };
+        if region.compaction_queued.fetch_or(bit, Ordering::AcqRel) & bit != 0 {
             return;
         }
         let job = Job {
@@ -68,7 +69,7 @@ impl Shared {
         };
         count.fetch_add(1, Ordering::Relaxed);
         if pool.send(job).is_err() {
-            region.compaction_queued.store(false, Ordering::Release);
+            region.compaction_queued.fetch_and(!bit, Ordering::AcqRel);
         }
     }
 
@@ -116,7 +117,7 @@ impl Shared {
                 } else {
                     self.flush(region);
                 }
-            } else if !region.compaction_queued.load(Ordering::Acquire) {
+            } else if region.compaction_queued.load(Ordering::Acquire) & 1 == 0 {
                 self.request_compaction(region, false);
             }
             if region.major_compaction_due(
@@ -186,7 +187,8 @@ impl Shared {
             let Some(region) = job.region.upgrade() else {
                 continue;
             };
-            region.compaction_queued.store(false, Ordering::Release);
+            let bit = if job.major { 2 } else { 1 };
+            region.compaction_queued.fetch_and(!bit, Ordering::AcqRel);
             match region.compact_throttled(&self.options.compaction, job.major, &self.throttle) {
                 // Flushes may have added files meanwhile: look again.
                 Ok(outcome) if outcome.files_removed > 0 => {
@@ -303,6 +305,19 @@ impl Housekeeping {
     pub(crate) fn stop(&mut self) {
         self.shared.stopped.store(true, Ordering::Release);
         self.shared.throttle.cancel();
+        // Wake every compactor now rather than at its next timeout: an empty job each.
+        let options = &self.shared.options;
+        for (pool, threads) in [
+            (&self.shared.small, options.compaction_threads_small),
+            (&self.shared.large, options.compaction_threads_large),
+        ] {
+            for _ in 0..threads.max(1) {
+                let _ = pool.send(Job {
+                    region: Weak::new(),
+                    major: false,
+                });
+            }
+        }
         for handle in &self.handles {
             handle.thread().unpark();
         }
