@@ -84,6 +84,14 @@ enum Command {
         #[arg(long)]
         rounds: Option<u32>,
     },
+    /// Runs one soak suite (a long mixed load that checks its invariants) for some minutes.
+    Soak {
+        /// Which suite.
+        name: String,
+        /// How long, in minutes (fractions allowed).
+        #[arg(long, default_value_t = 5.0)]
+        minutes: f64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -100,6 +108,7 @@ fn main() -> ExitCode {
         Command::Miri => suites::miri(),
         Command::Fuzz { name, seconds } => suites::fuzz(&name, seconds),
         Command::Crash { name, rounds } => suites::crash(&name, rounds),
+        Command::Soak { name, minutes } => suites::soak(&name, minutes),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -202,6 +202,38 @@ const CRASHES: &[Suite] = &[
     },
 ];
 
+/// `cargo xtask soak`: long mixed loads with their own invariant checks, run for minutes.
+const SOAKS: &[Suite] = &[Suite {
+    name: "region",
+    about: "keel-region: writes, deletes, increments, scans, flushes, compactions and restarts under tight limits",
+    package: "keel-region",
+    target: "soak",
+}];
+
+/// Runs one soak suite for `minutes` (CI runs each as a seconds-long smoke test).
+pub(crate) fn soak(name: &str, minutes: f64) -> Result<(), String> {
+    let suite = find(SOAKS, "soak", name)?;
+    if minutes.is_nan() || minutes <= 0.0 {
+        return Err(format!("--minutes must be positive, not {minutes}"));
+    }
+    let mut command = cargo(&[
+        "test",
+        "--release",
+        "--locked",
+        "-p",
+        suite.package,
+        "--test",
+        suite.target,
+        "--",
+        "--nocapture",
+    ]);
+    command.env(
+        "KEEL_SOAK_SECONDS",
+        format!("{}", (minutes * 60.0).ceil() as u64),
+    );
+    run(command)
+}
+
 /// `cargo xtask model`: shuttle models, built with `--cfg shuttle` (keel-sync then hands out
 /// shuttle's primitives) into their own target directory so normal builds stay untouched.
 const MODELS: &[Suite] = &[
@@ -390,7 +422,12 @@ mod tests {
     #[test]
     fn every_suite_names_an_existing_target() {
         let root = crate::cmd::workspace_root();
-        for (table, section) in [(BENCHES, "bench"), (CRASHES, "test"), (MODELS, "test")] {
+        for (table, section) in [
+            (BENCHES, "bench"),
+            (CRASHES, "test"),
+            (MODELS, "test"),
+            (SOAKS, "test"),
+        ] {
             for suite in table {
                 let dir = root.join("crates").join(suite.package);
                 let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();

@@ -741,22 +741,23 @@ impl Region {
             if !wanted {
                 continue;
             }
-            let files: Vec<Arc<StoreFileReader>> = store
-                .files
-                .read()
+            // Files and memstore taken under the file-list lock, so a flush finishing meanwhile
+            // cannot move cells from one to the other unseen.
+            let listed = store.files.read();
+            let files: Vec<Arc<StoreFileReader>> = listed
                 .iter()
                 .filter(|f| f.may_contain_row(&row) && may_hold_range(f, &query))
                 .cloned()
                 .collect();
+            let memstore = store
+                .memstore
+                .scanner(first.clone()..=last.clone(), read_point);
+            drop(listed);
             let mut sources: Vec<Box<dyn KeyValueScanner + '_>> = files
                 .iter()
                 .map(|f| Box::new(f.scanner()) as Box<dyn KeyValueScanner>)
                 .collect();
-            sources.push(Box::new(MemSource(
-                store
-                    .memstore
-                    .scanner(first.clone()..=last.clone(), read_point),
-            )));
+            sources.push(Box::new(MemSource(memstore)));
             let mut merge = MergeScanner::new(sources, &first)?;
             while let Some(cell) = merge.next()? {
                 if cell.row() != &row {
@@ -818,12 +819,9 @@ impl Region {
         };
         let mut sources: Vec<Box<dyn KeyValueScanner>> = Vec::new();
         for (_, store) in self.stores.iter().filter(|(name, _)| wanted(name)) {
-            for file in store
-                .files
-                .read()
-                .iter()
-                .filter(|f| may_hold_range(f, &query))
-            {
+            // Under the file-list lock, as in `get`.
+            let listed = store.files.read();
+            for file in listed.iter().filter(|f| may_hold_range(f, &query)) {
                 sources.push(Box::new(file.shared_scanner()));
             }
             sources.push(Box::new(MemSource(
@@ -1027,6 +1025,7 @@ impl Region {
         next.store(&*self.fs, &self.dir)?;
         *manifest = next;
         drop(manifest);
+        let mut readers = HashMap::new();
         for (name, _, path) in written {
             let reader = StoreFileReader::open(
                 &*self.fs,
@@ -1035,11 +1034,18 @@ impl Region {
                 Arc::clone(&self.stores[&name].source),
             )?;
             flushed_bytes += reader.info().file_len;
-            self.stores[&name].files.write().push(Arc::new(reader));
+            readers.insert(name, Arc::new(reader));
         }
         for (name, snapshot) in snapshots {
-            // The snapshot's cells are in the new files now (or it was empty).
-            let _ = self.stores[&name].memstore.clear_snapshot(snapshot.id());
+            // One step under the store's file-list lock, which reads hold while they take their
+            // sources: a read sees the snapshot's cells in the memstore or in the new file,
+            // never in neither (nor in both).
+            let store = &self.stores[&name];
+            let mut files = store.files.write();
+            if let Some(reader) = readers.remove(&name) {
+                files.push(reader);
+            }
+            let _ = store.memstore.clear_snapshot(snapshot.id());
         }
         if let Some(charged) = self.snapshot_bytes.lock().take() {
             self.account.release(charged);

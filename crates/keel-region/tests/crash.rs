@@ -1,5 +1,6 @@
 //! Real process kills (`cargo xtask crash region` runs more rounds): a child runs a mixed load on
-//! a region — 3 threads writing two-cell rows, one incrementing a counter, one flushing — and
+//! a region — 3 threads writing two-cell rows, one incrementing a counter, one flushing, one
+//! compacting (minor, and every fifth a major compaction) — and
 //! reports each acknowledged write; the parent SIGKILLs it at a seeded random moment, reopens
 //! WAL and region, and checks: every acknowledged write is there; no write is half there (both
 //! cells of a row or neither); the counter is at least its highest acknowledged value and at
@@ -77,6 +78,14 @@ fn run_child(dir: &Path, durability: Durability) {
                 region.flush().expect("flush");
             }
         });
+        // Compactions running too: minor ones as files pile up, every fifth a major one.
+        scope.spawn(move || {
+            let policy = keel_region::compaction_policy::CompactionPolicy::default();
+            for n in 0u64.. {
+                std::thread::sleep(Duration::from_millis(30));
+                region.compact(&policy, n % 5 == 4).expect("compact");
+            }
+        });
     });
 }
 
@@ -152,6 +161,15 @@ fn kill_and_check(test_name: &str, durability: Durability) {
         assert!(
             counter == max_inc || counter == max_inc + 1,
             "round {round}: counter {counter}, highest acknowledged {max_inc}"
+        );
+        // Whatever compaction was cut short left nothing behind: the family directory holds
+        // exactly the committed files.
+        let family_dir = tmp.path().join("region").join("66");
+        let on_disk = std::fs::read_dir(&family_dir).expect("family dir").count();
+        assert_eq!(
+            on_disk,
+            region.store_file_count(),
+            "round {round}: stray files"
         );
         // The region serves again, above everything it replayed.
         region
