@@ -229,7 +229,14 @@ impl<'a> StoreFileScanner<'a> {
     }
 
     fn advance_to(&mut self, key: &CellKey) -> Result<()> {
-        if self.current.is_none() {
+        // Cells of earlier rows are stepped over by their headers alone: decoding them would
+        // build (and drop) a `Cell` for every cell of the block before the row — for a get,
+        // most of the block, and every one a reference-count round trip on the shared block.
+        if self.current.as_ref().is_none_or(|c| c.row() < key.row()) {
+            self.current = None;
+            while let Some(next) = row_before(&self.block, self.pos, key.row()) {
+                self.pos = next;
+            }
             self.load_next()?;
         }
         while let Some(cell) = &self.current {
@@ -240,6 +247,26 @@ impl<'a> StoreFileScanner<'a> {
         }
         Ok(())
     }
+}
+
+/// If the cell encoded at `pos` is well-formed and of a row before `row`, where the next cell
+/// starts; otherwise `None` (and the caller decodes it, reporting any damage).
+fn row_before(block: &[u8], pos: usize, row: &[u8]) -> Option<usize> {
+    let header = block.get(pos..pos.checked_add(keel_cell::CELL_HEADER_LEN)?)?;
+    let row_len = usize::from(u16::from_le_bytes([header[0], header[1]]));
+    let family_len = usize::from(header[2]);
+    let qualifier_len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+    let value_len = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as usize;
+    let row_start = pos + header.len();
+    let end = row_start
+        .checked_add(row_len)?
+        .checked_add(family_len)?
+        .checked_add(qualifier_len)?
+        .checked_add(value_len)?;
+    if end > block.len() {
+        return None;
+    }
+    (&block[row_start..row_start + row_len] < row).then_some(end)
 }
 
 impl KeyValueScanner for StoreFileScanner<'_> {
