@@ -37,15 +37,15 @@ struct Size {
 fn size(quick: bool) -> Size {
     if quick {
         Size {
-            records: 10_000,
-            operations: 20_000,
+            records: 20_000,
+            operations: 80_000,
             rounds: 2,
         }
     } else {
         Size {
             records: 100_000,
-            operations: 300_000,
-            rounds: 5,
+            operations: 600_000,
+            rounds: 7,
         }
     }
 }

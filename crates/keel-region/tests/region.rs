@@ -254,6 +254,8 @@ enum Op {
     Flush,
     /// A minor (lossless) compaction of whatever the exploring policy selects.
     Compact,
+    /// A major compaction: every family's files rewritten as one.
+    MajorCompact,
     Reopen,
 }
 
@@ -290,6 +292,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
             .prop_map(Op::Batch),
         1 => Just(Op::Flush),
         1 => Just(Op::Compact),
+        1 => Just(Op::MajorCompact),
         1 => Just(Op::Reopen),
     ]
 }
@@ -471,6 +474,17 @@ proptest! {
                         if *was >= 2 && now <= 1 {
                             // Every file of the family was in it: a major compaction, whose
                             // effect the oracle states on its own terms.
+                            written = major_compacted(&written, family, flushed_seq, &rules);
+                        }
+                    }
+                }
+                Op::MajorCompact => {
+                    let before_per_family = o.region.store_file_counts();
+                    let policy = keel_region::compaction_policy::CompactionPolicy::default();
+                    o.region.compact(&policy, true).expect("major compaction");
+                    for ((family, was), (_, now)) in before_per_family.iter().zip(o.region.store_file_counts()) {
+                        prop_assert!(now <= 1);
+                        if *was >= 1 {
                             written = major_compacted(&written, family, flushed_seq, &rules);
                         }
                     }
