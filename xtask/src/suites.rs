@@ -216,17 +216,8 @@ pub(crate) fn soak(name: &str, minutes: f64) -> Result<(), String> {
     if minutes.is_nan() || minutes <= 0.0 {
         return Err(format!("--minutes must be positive, not {minutes}"));
     }
-    let mut command = cargo(&[
-        "test",
-        "--release",
-        "--locked",
-        "-p",
-        suite.package,
-        "--test",
-        suite.target,
-        "--",
-        "--nocapture",
-    ]);
+    let mut command = release_test(suite);
+    command.args(["--", "--nocapture"]);
     command.env(
         "KEEL_SOAK_SECONDS",
         format!("{}", (minutes * 60.0).ceil() as u64),
@@ -358,9 +349,9 @@ fn compiled_out_build() -> Result<String, String> {
         .ok_or_else(|| "cargo did not report the compiled-out benchmark's executable".to_string())
 }
 
-pub(crate) fn crash(name: &str, rounds: Option<u32>) -> Result<(), String> {
-    let suite = find(CRASHES, "crash", name)?;
-    let args = [
+/// `cargo test --release` of one suite's test target.
+fn release_test(suite: &Suite) -> std::process::Command {
+    cargo(&[
         "test",
         "--release",
         "--locked",
@@ -368,8 +359,12 @@ pub(crate) fn crash(name: &str, rounds: Option<u32>) -> Result<(), String> {
         suite.package,
         "--test",
         suite.target,
-    ];
-    let mut command = cargo(&args);
+    ])
+}
+
+pub(crate) fn crash(name: &str, rounds: Option<u32>) -> Result<(), String> {
+    let suite = find(CRASHES, "crash", name)?;
+    let mut command = release_test(suite);
     if let Some(rounds) = rounds {
         command.env("KEEL_CRASH_ROUNDS", rounds.to_string());
     }

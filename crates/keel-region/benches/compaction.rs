@@ -149,19 +149,6 @@ fn load(table: &Table, rows: u64, operations: u64, seed: u64) -> Histogram<u64> 
     })
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 /// One round: the load alone, then the same load while a major compaction runs.
 fn round(dir: &Path, rows: u64, operations: u64, seed: u64) -> (f64, f64, Duration, u64) {
     let options = ServerOptions {
@@ -242,7 +229,7 @@ fn main() {
     let mut ratios = Vec::new();
     for r in 0..rounds {
         let dir = scratch.path().join(format!("round-{r}"));
-        copy_dir(&prepared, &dir);
+        keel_testkit::copy_dir(&prepared, &dir).expect("copy the prepared table");
         let (alone, during, took, files) = round(&dir, rows, operations, r);
         println!(
             "  round {r}: p99 alone {alone:.0} µs, during the major compaction of {files} files ({took:.1?}) {during:.0} µs: {:.3}",

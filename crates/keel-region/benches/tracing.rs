@@ -158,19 +158,6 @@ fn work(dir: &Path, size: &Size) -> Measured {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
     CompiledOut,
@@ -283,7 +270,7 @@ fn main() {
             let i = (k + round) % modes.len();
             let mode = modes[i];
             let data = scratch.path().join(format!("run-{round}-{i}"));
-            copy_dir(&prepared, &data);
+            keel_testkit::copy_dir(&prepared, &data).expect("copy the prepared table");
             let exe = match mode {
                 Mode::CompiledOut => compiled_out.clone().expect("given"),
                 _ => me.clone(),

@@ -44,6 +44,22 @@ pub fn figure(name: &str, value: f64) -> String {
     format!("figure: {name} = {value:.4}")
 }
 
+/// Copies the directory tree `from` into `to` (created if needed): benchmarks start each run from
+/// a fresh copy of data prepared once.
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
