@@ -72,6 +72,12 @@ const BENCHES: &[Suite] = &[
         target: "compaction",
     },
     Suite {
+        name: "thrift",
+        about: "keel-thrift: decoding a mutateRows request, binary and compact, vs the thrift crate",
+        package: "keel-thrift",
+        target: "codec",
+    },
+    Suite {
         name: "storefile",
         about: "keel-storefile write/scan MB/s vs a raw read, gets with and without bloom, size per encoding",
         package: "keel-storefile",
