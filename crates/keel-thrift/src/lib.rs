@@ -11,6 +11,8 @@
 //!   lie. Running out of bytes is [`ThriftError::Incomplete`] (on a buffered connection: read
 //!   more and decode again); every other error is a malformed message. No input makes a
 //!   decoder panic.
+//! - [`hbase`]: the `Hbase` service's structs, calls and replies (what happybase sends and
+//!   expects), for server and client.
 //! - [`transport`]: buffered or framed, binary or compact, told from a connection's first
 //!   bytes; frame lengths checked against a maximum before anything is read.
 //!
@@ -41,6 +43,7 @@
 mod binary;
 mod compact;
 mod error;
+pub mod hbase;
 mod protocol;
 pub mod transport;
 mod types;

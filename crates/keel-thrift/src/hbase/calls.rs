@@ -1,0 +1,795 @@
+//! The `Hbase` service's calls and replies: a decoded request becomes a [`Call`] (the methods
+//! happybase and aiohappybase use, and their close relatives, folded into one variant each), a
+//! reply is a [`Reply`] or an [`HbaseError`], and an unknown method is answered with a
+//! `TApplicationException`. Both directions, so the same code serves the server and the client.
+
+use bytes::Bytes;
+
+use super::structs::{
+    BatchMutation, ColumnDescriptor, Mutation, TAppend, TCell, TIncrement, TRegionInfo, TRowResult,
+    TScan, ThriftStruct, read_fields, read_list, write_binaries, write_structs,
+};
+use crate::error::{Result, ThriftError};
+use crate::protocol::{Decoder, Encoder};
+use crate::types::{MessageHeader, MessageType, TType};
+
+/// A request, whichever of its method's variants it came as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    /// `getTableNames`.
+    GetTableNames,
+    /// `createTable`.
+    CreateTable {
+        /// The table.
+        table: Bytes,
+        /// Its families.
+        families: Vec<ColumnDescriptor>,
+    },
+    /// `deleteTable`.
+    DeleteTable {
+        /// The table.
+        table: Bytes,
+    },
+    /// `enableTable`.
+    EnableTable {
+        /// The table.
+        table: Bytes,
+    },
+    /// `disableTable`.
+    DisableTable {
+        /// The table.
+        table: Bytes,
+    },
+    /// `isTableEnabled`.
+    IsTableEnabled {
+        /// The table.
+        table: Bytes,
+    },
+    /// `compact` / `majorCompact`.
+    Compact {
+        /// The table (or region) name.
+        table: Bytes,
+        /// `majorCompact`.
+        major: bool,
+    },
+    /// `getColumnDescriptors`.
+    GetColumnDescriptors {
+        /// The table.
+        table: Bytes,
+    },
+    /// `getTableRegions`.
+    GetTableRegions {
+        /// The table.
+        table: Bytes,
+    },
+    /// `getRow`, `getRowTs`, `getRowWithColumns(Ts)`, `getRows`, `getRowsTs`,
+    /// `getRowsWithColumns(Ts)`.
+    GetRows {
+        /// The table.
+        table: Bytes,
+        /// The rows, in request order.
+        rows: Vec<Bytes>,
+        /// The columns (`None`: all).
+        columns: Option<Vec<Bytes>>,
+        /// Only cells older than this (`*Ts`: the range is [0, ts)).
+        timestamp: Option<i64>,
+    },
+    /// `getVer` / `getVerTs`.
+    GetVersions {
+        /// The table.
+        table: Bytes,
+        /// The row.
+        row: Bytes,
+        /// `fam:qual`.
+        column: Bytes,
+        /// Only cells older than this.
+        timestamp: Option<i64>,
+        /// At most this many.
+        versions: i32,
+    },
+    /// `mutateRows(Ts)` / `mutateRow(Ts)`.
+    MutateRows {
+        /// The table.
+        table: Bytes,
+        /// Per row, its mutations.
+        batches: Vec<BatchMutation>,
+        /// The timestamp of every mutation (`None`: the server's clock).
+        timestamp: Option<i64>,
+    },
+    /// `atomicIncrement`.
+    AtomicIncrement {
+        /// The table.
+        table: Bytes,
+        /// The row.
+        row: Bytes,
+        /// `fam:qual`.
+        column: Bytes,
+        /// The amount.
+        amount: i64,
+    },
+    /// `scannerOpenWithScan`.
+    ScannerOpen {
+        /// The table.
+        table: Bytes,
+        /// What to scan.
+        scan: TScan,
+    },
+    /// `scannerGetList` / `scannerGet` (one row).
+    ScannerGet {
+        /// The scanner.
+        id: i32,
+        /// At most this many rows.
+        rows: i32,
+    },
+    /// `scannerClose`.
+    ScannerClose {
+        /// The scanner.
+        id: i32,
+    },
+    /// `incrementRows` / `increment`.
+    IncrementRows {
+        /// The increments.
+        increments: Vec<TIncrement>,
+    },
+    /// `append`.
+    Append {
+        /// The append.
+        append: TAppend,
+    },
+}
+
+/// A successful reply's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Nothing (`void` methods).
+    Void,
+    /// `isTableEnabled`.
+    Bool(bool),
+    /// A scanner id.
+    I32(i32),
+    /// A counter's new value.
+    I64(i64),
+    /// Table names.
+    Names(Vec<Bytes>),
+    /// `getColumnDescriptors`: `"cf:"` → descriptor.
+    Families(Vec<(Bytes, ColumnDescriptor)>),
+    /// `getTableRegions`.
+    Regions(Vec<TRegionInfo>),
+    /// Row results.
+    Rows(Vec<TRowResult>),
+    /// Cells (`getVer*`, `append`).
+    Cells(Vec<TCell>),
+}
+
+/// The exceptions the `Hbase` service declares (field ids 1, 2 and 3 of every result struct).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HbaseError {
+    /// `IOError`.
+    #[error("IOError: {message}")]
+    Io {
+        /// What failed.
+        message: String,
+        /// Whether a retry may succeed (Apache's IDL only).
+        can_retry: bool,
+    },
+    /// `IllegalArgument`.
+    #[error("IllegalArgument: {0}")]
+    IllegalArgument(String),
+    /// `AlreadyExists`.
+    #[error("AlreadyExists: {0}")]
+    AlreadyExists(String),
+}
+
+/// `TApplicationException`'s `UNKNOWN_METHOD`.
+pub const UNKNOWN_METHOD: i32 = 1;
+/// `TApplicationException`'s `INTERNAL_ERROR`.
+pub const INTERNAL_ERROR: i32 = 6;
+
+/// Why a request could not become a [`Call`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// The bytes are not a well-formed message (or not all of one yet).
+    #[error(transparent)]
+    Wire(#[from] ThriftError),
+    /// A method this service does not have; its arguments were skipped, so the reply can be a
+    /// `TApplicationException` and the connection stays usable.
+    #[error("unknown method {}", .0.name)]
+    UnknownMethod(MessageHeader),
+}
+
+/// The arguments of any method, gathered by field id before the method's shape is applied.
+#[derive(Default)]
+struct Args {
+    binaries: [Option<Bytes>; 8],
+    binary_lists: [Option<Vec<Bytes>>; 8],
+    i64s: [Option<i64>; 8],
+    i32s: [Option<i32>; 8],
+    descriptors: Vec<ColumnDescriptor>,
+    batches: Vec<BatchMutation>,
+    mutations: Vec<Mutation>,
+    increments: Vec<TIncrement>,
+    scan: Option<TScan>,
+    append: Option<TAppend>,
+}
+
+impl Args {
+    fn bin(&mut self, id: usize) -> Bytes {
+        self.binaries[id].take().unwrap_or_default()
+    }
+}
+
+const METHODS: &[&str] = &[
+    "getTableNames",
+    "createTable",
+    "deleteTable",
+    "enableTable",
+    "disableTable",
+    "isTableEnabled",
+    "compact",
+    "majorCompact",
+    "getColumnDescriptors",
+    "getTableRegions",
+    "getRow",
+    "getRowTs",
+    "getRowWithColumns",
+    "getRowWithColumnsTs",
+    "getRows",
+    "getRowsTs",
+    "getRowsWithColumns",
+    "getRowsWithColumnsTs",
+    "getVer",
+    "getVerTs",
+    "mutateRow",
+    "mutateRowTs",
+    "mutateRows",
+    "mutateRowsTs",
+    "atomicIncrement",
+    "scannerOpenWithScan",
+    "scannerGet",
+    "scannerGetList",
+    "scannerClose",
+    "increment",
+    "incrementRows",
+    "append",
+];
+
+fn read_args(d: &mut dyn Decoder, method: &str) -> Result<Args> {
+    let mut args = Args::default();
+    read_fields(d, |d, f| {
+        let Ok(id) = usize::try_from(f.id) else {
+            return Ok(false);
+        };
+        if id >= 8 {
+            return Ok(false);
+        }
+        match f.ttype {
+            TType::Binary => args.binaries[id] = Some(d.read_binary()?),
+            TType::I64 => args.i64s[id] = Some(d.read_i64()?),
+            TType::I32 => args.i32s[id] = Some(d.read_i32()?),
+            TType::Struct => match method {
+                "scannerOpenWithScan" => args.scan = Some(TScan::read(d)?),
+                "increment" => args.increments.push(TIncrement::read(d)?),
+                "append" => args.append = Some(TAppend::read(d)?),
+                _ => return Ok(false),
+            },
+            TType::List => {
+                let (element, len) = d.read_list_begin()?;
+                match (element, method) {
+                    (TType::Binary, _) => {
+                        let mut items = Vec::with_capacity(len);
+                        for _ in 0..len {
+                            items.push(d.read_binary()?);
+                        }
+                        args.binary_lists[id] = Some(items);
+                    }
+                    (TType::Struct, "createTable") => {
+                        for _ in 0..len {
+                            args.descriptors.push(ColumnDescriptor::read(d)?);
+                        }
+                    }
+                    (TType::Struct, "mutateRows" | "mutateRowsTs") => {
+                        for _ in 0..len {
+                            args.batches.push(BatchMutation::read(d)?);
+                        }
+                    }
+                    (TType::Struct, "mutateRow" | "mutateRowTs") => {
+                        for _ in 0..len {
+                            args.mutations.push(Mutation::read(d)?);
+                        }
+                    }
+                    (TType::Struct, "incrementRows") => {
+                        for _ in 0..len {
+                            args.increments.push(TIncrement::read(d)?);
+                        }
+                    }
+                    _ => {
+                        for _ in 0..len {
+                            d.skip(element)?;
+                        }
+                    }
+                }
+                d.read_container_end();
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    Ok(args)
+}
+
+/// Reads one request: its header and arguments. An unknown method's arguments are skipped and
+/// reported as [`CallError::UnknownMethod`]; a oneway or reply message is malformed here.
+pub fn decode_call(d: &mut dyn Decoder) -> std::result::Result<(MessageHeader, Call), CallError> {
+    let header = d.read_message_begin()?;
+    if header.kind != MessageType::Call {
+        return Err(ThriftError::Invalid {
+            offset: 0,
+            what: format!("a {:?} message where a call was expected", header.kind),
+        }
+        .into());
+    }
+    let method = header.name.as_str();
+    if !METHODS.contains(&method) {
+        d.skip(TType::Struct)?;
+        return Err(CallError::UnknownMethod(header));
+    }
+    let mut a = read_args(d, method)?;
+    let call = match method {
+        "getTableNames" => Call::GetTableNames,
+        "createTable" => Call::CreateTable {
+            table: a.bin(1),
+            families: std::mem::take(&mut a.descriptors),
+        },
+        "deleteTable" => Call::DeleteTable { table: a.bin(1) },
+        "enableTable" => Call::EnableTable { table: a.bin(1) },
+        "disableTable" => Call::DisableTable { table: a.bin(1) },
+        "isTableEnabled" => Call::IsTableEnabled { table: a.bin(1) },
+        "compact" | "majorCompact" => Call::Compact {
+            table: a.bin(1),
+            major: method == "majorCompact",
+        },
+        "getColumnDescriptors" => Call::GetColumnDescriptors { table: a.bin(1) },
+        "getTableRegions" => Call::GetTableRegions { table: a.bin(1) },
+        "getRow" | "getRowTs" | "getRowWithColumns" | "getRowWithColumnsTs" => {
+            let with_columns = method.contains("WithColumns");
+            let ts_id = if with_columns { 4 } else { 3 };
+            Call::GetRows {
+                table: a.bin(1),
+                rows: vec![a.bin(2)],
+                columns: if with_columns {
+                    a.binary_lists[3].take()
+                } else {
+                    None
+                },
+                timestamp: if method.ends_with("Ts") {
+                    a.i64s[ts_id]
+                } else {
+                    None
+                },
+            }
+        }
+        "getRows" | "getRowsTs" | "getRowsWithColumns" | "getRowsWithColumnsTs" => {
+            let with_columns = method.contains("WithColumns");
+            let ts_id = if with_columns { 4 } else { 3 };
+            Call::GetRows {
+                table: a.bin(1),
+                rows: a.binary_lists[2].take().unwrap_or_default(),
+                columns: if with_columns {
+                    a.binary_lists[3].take()
+                } else {
+                    None
+                },
+                timestamp: if method.ends_with("Ts") {
+                    a.i64s[ts_id]
+                } else {
+                    None
+                },
+            }
+        }
+        "getVer" | "getVerTs" => {
+            let ts = method == "getVerTs";
+            Call::GetVersions {
+                table: a.bin(1),
+                row: a.bin(2),
+                column: a.bin(3),
+                timestamp: if ts { a.i64s[4] } else { None },
+                versions: a.i32s[if ts { 5 } else { 4 }].unwrap_or(1),
+            }
+        }
+        "mutateRow" | "mutateRowTs" => Call::MutateRows {
+            table: a.bin(1),
+            batches: vec![BatchMutation {
+                row: a.bin(2),
+                mutations: std::mem::take(&mut a.mutations),
+            }],
+            timestamp: if method == "mutateRowTs" {
+                a.i64s[4]
+            } else {
+                None
+            },
+        },
+        "mutateRows" | "mutateRowsTs" => Call::MutateRows {
+            table: a.bin(1),
+            batches: std::mem::take(&mut a.batches),
+            timestamp: if method == "mutateRowsTs" {
+                a.i64s[3]
+            } else {
+                None
+            },
+        },
+        "atomicIncrement" => Call::AtomicIncrement {
+            table: a.bin(1),
+            row: a.bin(2),
+            column: a.bin(3),
+            amount: a.i64s[4].unwrap_or(0),
+        },
+        "scannerOpenWithScan" => Call::ScannerOpen {
+            table: a.bin(1),
+            scan: a.scan.take().unwrap_or_default(),
+        },
+        "scannerGet" => Call::ScannerGet {
+            id: a.i32s[1].unwrap_or(-1),
+            rows: 1,
+        },
+        "scannerGetList" => Call::ScannerGet {
+            id: a.i32s[1].unwrap_or(-1),
+            rows: a.i32s[2].unwrap_or(1),
+        },
+        "scannerClose" => Call::ScannerClose {
+            id: a.i32s[1].unwrap_or(-1),
+        },
+        "increment" | "incrementRows" => Call::IncrementRows {
+            increments: std::mem::take(&mut a.increments),
+        },
+        _ => Call::Append {
+            append: a.append.take().unwrap_or_default(),
+        },
+    };
+    Ok((header, call))
+}
+
+fn binary_arg(e: &mut dyn Encoder, id: i16, value: &[u8]) {
+    e.write_field_begin(TType::Binary, id);
+    e.write_binary(value);
+}
+
+fn empty_attributes(e: &mut dyn Encoder, id: i16) {
+    e.write_field_begin(TType::Map, id);
+    e.write_map_begin(TType::Binary, TType::Binary, 0);
+}
+
+impl Call {
+    /// The method this call is sent as (the variant with the most arguments where a call
+    /// folds several).
+    pub fn method(&self) -> &'static str {
+        match self {
+            Call::GetTableNames => "getTableNames",
+            Call::CreateTable { .. } => "createTable",
+            Call::DeleteTable { .. } => "deleteTable",
+            Call::EnableTable { .. } => "enableTable",
+            Call::DisableTable { .. } => "disableTable",
+            Call::IsTableEnabled { .. } => "isTableEnabled",
+            Call::Compact { major: false, .. } => "compact",
+            Call::Compact { major: true, .. } => "majorCompact",
+            Call::GetColumnDescriptors { .. } => "getColumnDescriptors",
+            Call::GetTableRegions { .. } => "getTableRegions",
+            Call::GetRows {
+                columns: None,
+                timestamp: None,
+                ..
+            } => "getRows",
+            Call::GetRows {
+                columns: None,
+                timestamp: Some(_),
+                ..
+            } => "getRowsTs",
+            Call::GetRows {
+                timestamp: None, ..
+            } => "getRowsWithColumns",
+            Call::GetRows { .. } => "getRowsWithColumnsTs",
+            Call::GetVersions {
+                timestamp: None, ..
+            } => "getVer",
+            Call::GetVersions { .. } => "getVerTs",
+            Call::MutateRows {
+                timestamp: None, ..
+            } => "mutateRows",
+            Call::MutateRows { .. } => "mutateRowsTs",
+            Call::AtomicIncrement { .. } => "atomicIncrement",
+            Call::ScannerOpen { .. } => "scannerOpenWithScan",
+            Call::ScannerGet { .. } => "scannerGetList",
+            Call::ScannerClose { .. } => "scannerClose",
+            Call::IncrementRows { .. } => "incrementRows",
+            Call::Append { .. } => "append",
+        }
+    }
+
+    /// Writes the call as a request message (attributes sent empty, as happybase does).
+    pub fn encode(&self, e: &mut dyn Encoder, seqid: i32) {
+        e.write_message_begin(&MessageHeader {
+            name: self.method().to_string(),
+            kind: MessageType::Call,
+            seqid,
+        });
+        e.write_struct_begin();
+        match self {
+            Call::GetTableNames => {}
+            Call::CreateTable { table, families } => {
+                binary_arg(e, 1, table);
+                e.write_field_begin(TType::List, 2);
+                write_structs(e, families);
+            }
+            Call::DeleteTable { table }
+            | Call::EnableTable { table }
+            | Call::DisableTable { table }
+            | Call::IsTableEnabled { table }
+            | Call::Compact { table, .. }
+            | Call::GetColumnDescriptors { table }
+            | Call::GetTableRegions { table } => binary_arg(e, 1, table),
+            Call::GetRows {
+                table,
+                rows,
+                columns,
+                timestamp,
+            } => {
+                binary_arg(e, 1, table);
+                e.write_field_begin(TType::List, 2);
+                write_binaries(e, rows);
+                let mut next = 3;
+                if let Some(columns) = columns {
+                    e.write_field_begin(TType::List, next);
+                    write_binaries(e, columns);
+                    next += 1;
+                }
+                if let Some(ts) = timestamp {
+                    e.write_field_begin(TType::I64, next);
+                    e.write_i64(*ts);
+                    next += 1;
+                }
+                empty_attributes(e, next);
+            }
+            Call::GetVersions {
+                table,
+                row,
+                column,
+                timestamp,
+                versions,
+            } => {
+                binary_arg(e, 1, table);
+                binary_arg(e, 2, row);
+                binary_arg(e, 3, column);
+                let mut next = 4;
+                if let Some(ts) = timestamp {
+                    e.write_field_begin(TType::I64, next);
+                    e.write_i64(*ts);
+                    next += 1;
+                }
+                e.write_field_begin(TType::I32, next);
+                e.write_i32(*versions);
+                empty_attributes(e, next + 1);
+            }
+            Call::MutateRows {
+                table,
+                batches,
+                timestamp,
+            } => {
+                binary_arg(e, 1, table);
+                e.write_field_begin(TType::List, 2);
+                write_structs(e, batches);
+                let mut next = 3;
+                if let Some(ts) = timestamp {
+                    e.write_field_begin(TType::I64, next);
+                    e.write_i64(*ts);
+                    next += 1;
+                }
+                empty_attributes(e, next);
+            }
+            Call::AtomicIncrement {
+                table,
+                row,
+                column,
+                amount,
+            } => {
+                binary_arg(e, 1, table);
+                binary_arg(e, 2, row);
+                binary_arg(e, 3, column);
+                e.write_field_begin(TType::I64, 4);
+                e.write_i64(*amount);
+            }
+            Call::ScannerOpen { table, scan } => {
+                binary_arg(e, 1, table);
+                e.write_field_begin(TType::Struct, 2);
+                scan.write(e);
+                empty_attributes(e, 3);
+            }
+            Call::ScannerGet { id, rows } => {
+                e.write_field_begin(TType::I32, 1);
+                e.write_i32(*id);
+                e.write_field_begin(TType::I32, 2);
+                e.write_i32(*rows);
+            }
+            Call::ScannerClose { id } => {
+                e.write_field_begin(TType::I32, 1);
+                e.write_i32(*id);
+            }
+            Call::IncrementRows { increments } => {
+                e.write_field_begin(TType::List, 1);
+                write_structs(e, increments);
+            }
+            Call::Append { append } => {
+                e.write_field_begin(TType::Struct, 1);
+                append.write(e);
+            }
+        }
+        e.write_struct_end();
+    }
+}
+
+/// Writes the reply to method `name`: the result struct with field 0 (the value) or the
+/// exception's field (1 IOError, 2 IllegalArgument, 3 AlreadyExists).
+pub fn encode_reply(
+    e: &mut dyn Encoder,
+    name: &str,
+    seqid: i32,
+    result: &std::result::Result<Reply, HbaseError>,
+) {
+    e.write_message_begin(&MessageHeader {
+        name: name.to_string(),
+        kind: MessageType::Reply,
+        seqid,
+    });
+    e.write_struct_begin();
+    match result {
+        Ok(reply) => write_success(e, reply),
+        Err(error) => {
+            let (id, message, can_retry) = match error {
+                HbaseError::Io { message, can_retry } => (1, message, Some(*can_retry)),
+                HbaseError::IllegalArgument(message) => (2, message, None),
+                HbaseError::AlreadyExists(message) => (3, message, None),
+            };
+            e.write_field_begin(TType::Struct, id);
+            e.write_struct_begin();
+            e.write_field_begin(TType::Binary, 1);
+            e.write_string(message);
+            if let Some(can_retry) = can_retry {
+                e.write_field_begin(TType::Bool, 2);
+                e.write_bool(can_retry);
+            }
+            e.write_struct_end();
+        }
+    }
+    e.write_struct_end();
+}
+
+fn write_success(e: &mut dyn Encoder, reply: &Reply) {
+    match reply {
+        Reply::Void => {}
+        Reply::Bool(v) => {
+            e.write_field_begin(TType::Bool, 0);
+            e.write_bool(*v);
+        }
+        Reply::I32(v) => {
+            e.write_field_begin(TType::I32, 0);
+            e.write_i32(*v);
+        }
+        Reply::I64(v) => {
+            e.write_field_begin(TType::I64, 0);
+            e.write_i64(*v);
+        }
+        Reply::Names(names) => {
+            e.write_field_begin(TType::List, 0);
+            write_binaries(e, names);
+        }
+        Reply::Families(families) => {
+            e.write_field_begin(TType::Map, 0);
+            e.write_map_begin(TType::Binary, TType::Struct, families.len());
+            for (name, descriptor) in families {
+                e.write_binary(name);
+                descriptor.write(e);
+            }
+        }
+        Reply::Regions(items) => {
+            e.write_field_begin(TType::List, 0);
+            write_structs(e, items);
+        }
+        Reply::Rows(items) => {
+            e.write_field_begin(TType::List, 0);
+            write_structs(e, items);
+        }
+        Reply::Cells(items) => {
+            e.write_field_begin(TType::List, 0);
+            write_structs(e, items);
+        }
+    }
+}
+
+/// Writes a `TApplicationException` reply (an unknown method, an internal error).
+pub fn encode_application_exception(
+    e: &mut dyn Encoder,
+    name: &str,
+    seqid: i32,
+    message: &str,
+    kind: i32,
+) {
+    e.write_message_begin(&MessageHeader {
+        name: name.to_string(),
+        kind: MessageType::Exception,
+        seqid,
+    });
+    e.write_struct_begin();
+    e.write_field_begin(TType::Binary, 1);
+    e.write_string(message);
+    e.write_field_begin(TType::I32, 2);
+    e.write_i32(kind);
+    e.write_struct_end();
+}
+
+/// What a reply said: its header and the value or declared exception; a
+/// `TApplicationException` is `Err((message, kind))`.
+pub type DecodedReply = (
+    MessageHeader,
+    std::result::Result<std::result::Result<Reply, HbaseError>, (String, i32)>,
+);
+
+/// Reads a reply (the client side). The value's shape comes from the method named in the
+/// reply's header.
+pub fn decode_reply(d: &mut dyn Decoder) -> Result<DecodedReply> {
+    let header = d.read_message_begin()?;
+    if header.kind == MessageType::Exception {
+        let (mut message, mut kind) = (String::new(), 0);
+        read_fields(d, |d, f| {
+            match (f.id, f.ttype) {
+                (1, TType::Binary) => message = d.read_string()?,
+                (2, TType::I32) => kind = d.read_i32()?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        return Ok((header, Err((message, kind))));
+    }
+    let name = header.name.clone();
+    let mut outcome: std::result::Result<Reply, HbaseError> = Ok(Reply::Void);
+    read_fields(d, |d, f| {
+        match (f.id, f.ttype) {
+            (0, TType::Bool) => outcome = Ok(Reply::Bool(d.read_bool()?)),
+            (0, TType::I32) => outcome = Ok(Reply::I32(d.read_i32()?)),
+            (0, TType::I64) => outcome = Ok(Reply::I64(d.read_i64()?)),
+            (0, TType::Map) => {
+                let (_, _, len) = d.read_map_begin()?;
+                let mut families = Vec::with_capacity(len);
+                for _ in 0..len {
+                    families.push((d.read_binary()?, ColumnDescriptor::read(d)?));
+                }
+                d.read_container_end();
+                outcome = Ok(Reply::Families(families));
+            }
+            (0, TType::List) => {
+                outcome = Ok(match name.as_str() {
+                    "getTableNames" => Reply::Names(read_list(d, |d| d.read_binary())?),
+                    "getTableRegions" => Reply::Regions(read_list(d, TRegionInfo::read)?),
+                    "getVer" | "getVerTs" | "append" => Reply::Cells(read_list(d, TCell::read)?),
+                    _ => Reply::Rows(read_list(d, TRowResult::read)?),
+                });
+            }
+            (1..=3, TType::Struct) => {
+                let (mut message, mut can_retry) = (String::new(), false);
+                read_fields(d, |d, g| {
+                    match (g.id, g.ttype) {
+                        (1, TType::Binary) => message = d.read_string()?,
+                        (2, TType::Bool) => can_retry = d.read_bool()?,
+                        _ => return Ok(false),
+                    }
+                    Ok(true)
+                })?;
+                outcome = Err(match f.id {
+                    1 => HbaseError::Io { message, can_retry },
+                    2 => HbaseError::IllegalArgument(message),
+                    _ => HbaseError::AlreadyExists(message),
+                });
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    Ok((header, Ok(outcome)))
+}

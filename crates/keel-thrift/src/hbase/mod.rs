@@ -1,0 +1,15 @@
+//! The `Hbase` service of HBase's Thrift1 gateway (`Hbase.thrift`): its structs, and its calls
+//! and replies on top of [`crate::Decoder`] / [`crate::Encoder`], for the server and the client
+//! alike. See `../shared/research/thrift1-interface.md` for the subset real clients use.
+
+mod calls;
+mod structs;
+
+pub use calls::{
+    Call, CallError, DecodedReply, HbaseError, INTERNAL_ERROR, Reply, UNKNOWN_METHOD, decode_call,
+    decode_reply, encode_application_exception, encode_reply,
+};
+pub use structs::{
+    BatchMutation, ColumnDescriptor, Mutation, TAppend, TCell, TColumn, TIncrement, TRegionInfo,
+    TRowResult, TScan, ThriftStruct,
+};

@@ -1,0 +1,446 @@
+//! The `Hbase` service codec: every call and reply round-trips in both protocols, the method
+//! variants clients send fold into their call, unknown methods and fields are skipped, and the
+//! bytes the Apache `thrift` crate writes for happybase-shaped requests decode as expected.
+
+use bytes::Bytes;
+use keel_thrift::hbase::{
+    BatchMutation, Call, CallError, ColumnDescriptor, HbaseError, Mutation, Reply, TAppend, TCell,
+    TColumn, TIncrement, TRegionInfo, TRowResult, TScan, UNKNOWN_METHOD, decode_call, decode_reply,
+    encode_application_exception, encode_reply,
+};
+use keel_thrift::{
+    BinaryDecoder, BinaryEncoder, CompactDecoder, CompactEncoder, Decoder, Encoder, Limits,
+};
+
+fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+/// A decoder over bytes, of one protocol.
+type DecoderFor = fn(Vec<u8>) -> Box<dyn Decoder>;
+
+fn both() -> Vec<(Box<dyn Encoder>, DecoderFor)> {
+    vec![
+        (Box::new(BinaryEncoder::new()), |v| {
+            Box::new(BinaryDecoder::new(Bytes::from(v), Limits::default()))
+        }),
+        (Box::new(CompactEncoder::new()), |v| {
+            Box::new(CompactDecoder::new(Bytes::from(v), Limits::default()))
+        }),
+    ]
+}
+
+fn sample_calls() -> Vec<Call> {
+    let scan = TScan {
+        start_row: Some(b("a")),
+        stop_row: Some(b("z")),
+        timestamp: Some(99),
+        columns: Some(vec![b("cf:q"), b("cf2")]),
+        caching: Some(1000),
+        filter_string: Some(b(
+            "SingleColumnValueFilter ('cf1', 'qual1', =, 'binary:val1')",
+        )),
+        batch_size: Some(10),
+        sort_columns: Some(true),
+        reversed: Some(false),
+        cache_blocks: Some(true),
+    };
+    vec![
+        Call::GetTableNames,
+        Call::CreateTable {
+            table: b("t"),
+            families: vec![
+                ColumnDescriptor {
+                    name: b("cf:"),
+                    time_to_live: -1,
+                    ..ColumnDescriptor::default()
+                },
+                ColumnDescriptor {
+                    name: b("cf2:"),
+                    max_versions: 1,
+                    in_memory: true,
+                    bloom_filter_type: "ROW".into(),
+                    ..ColumnDescriptor::default()
+                },
+            ],
+        },
+        Call::DeleteTable { table: b("t") },
+        Call::EnableTable { table: b("t") },
+        Call::DisableTable { table: b("t") },
+        Call::IsTableEnabled { table: b("t") },
+        Call::Compact {
+            table: b("t"),
+            major: false,
+        },
+        Call::Compact {
+            table: b("t"),
+            major: true,
+        },
+        Call::GetColumnDescriptors { table: b("t") },
+        Call::GetTableRegions { table: b("t") },
+        Call::GetRows {
+            table: b("t"),
+            rows: vec![b("r1"), b("r2")],
+            columns: None,
+            timestamp: None,
+        },
+        Call::GetRows {
+            table: b("t"),
+            rows: vec![b("r1")],
+            columns: None,
+            timestamp: Some(5),
+        },
+        Call::GetRows {
+            table: b("t"),
+            rows: vec![b("r1")],
+            columns: Some(vec![b("cf:a")]),
+            timestamp: None,
+        },
+        Call::GetRows {
+            table: b("t"),
+            rows: vec![],
+            columns: Some(vec![]),
+            timestamp: Some(-3),
+        },
+        Call::GetVersions {
+            table: b("t"),
+            row: b("r"),
+            column: b("cf:a"),
+            timestamp: None,
+            versions: i32::MAX,
+        },
+        Call::GetVersions {
+            table: b("t"),
+            row: b("r"),
+            column: b("cf:a"),
+            timestamp: Some(7),
+            versions: 2,
+        },
+        Call::MutateRows {
+            table: b("t"),
+            batches: vec![BatchMutation {
+                row: b("r"),
+                mutations: vec![
+                    Mutation {
+                        is_delete: false,
+                        column: b("cf:a"),
+                        value: Some(b("v")),
+                        write_to_wal: true,
+                    },
+                    Mutation {
+                        is_delete: true,
+                        column: b("cf"),
+                        value: None,
+                        write_to_wal: false,
+                    },
+                ],
+            }],
+            timestamp: None,
+        },
+        Call::MutateRows {
+            table: b("t"),
+            batches: vec![],
+            timestamp: Some(12),
+        },
+        Call::AtomicIncrement {
+            table: b("t"),
+            row: b("r"),
+            column: b("cf:n"),
+            amount: -5,
+        },
+        Call::ScannerOpen {
+            table: b("t"),
+            scan,
+        },
+        Call::ScannerOpen {
+            table: b("t"),
+            scan: TScan::default(),
+        },
+        Call::ScannerGet { id: 3, rows: 1000 },
+        Call::ScannerClose { id: 3 },
+        Call::IncrementRows {
+            increments: vec![TIncrement {
+                table: b("t"),
+                row: b("r"),
+                column: b("cf:n"),
+                amount: 2,
+            }],
+        },
+        Call::Append {
+            append: TAppend {
+                table: b("t"),
+                row: b("r"),
+                columns: vec![b("cf:a")],
+                values: vec![b("x")],
+            },
+        },
+    ]
+}
+
+#[test]
+fn every_call_round_trips_in_both_protocols_and_every_prefix_is_incomplete() {
+    for (mut e, decoder) in both() {
+        for (seqid, call) in sample_calls().into_iter().enumerate() {
+            call.encode(&mut *e, seqid as i32);
+            let bytes = e.take();
+            let mut d = decoder(bytes.clone());
+            let (header, decoded) = decode_call(&mut *d).expect("decodes");
+            assert_eq!(decoded, call, "{}", call.method());
+            assert_eq!(
+                (header.name.as_str(), header.seqid),
+                (call.method(), seqid as i32)
+            );
+            assert_eq!(d.position(), bytes.len());
+            for cut in 0..bytes.len() {
+                match decode_call(&mut *decoder(bytes[..cut].to_vec())) {
+                    Err(CallError::Wire(e)) if e.is_incomplete() => {}
+                    other => panic!("{} cut at {cut}: {other:?}", call.method()),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_reply_and_exception_round_trips() {
+    let cell = TCell {
+        value: b("v"),
+        timestamp: 5,
+    };
+    let replies = vec![
+        ("mutateRows", Ok(Reply::Void)),
+        ("isTableEnabled", Ok(Reply::Bool(true))),
+        ("scannerOpenWithScan", Ok(Reply::I32(7))),
+        ("atomicIncrement", Ok(Reply::I64(-9))),
+        ("getTableNames", Ok(Reply::Names(vec![b("a"), b("b")]))),
+        (
+            "getColumnDescriptors",
+            Ok(Reply::Families(vec![(
+                b("cf:"),
+                ColumnDescriptor::default(),
+            )])),
+        ),
+        (
+            "getTableRegions",
+            Ok(Reply::Regions(vec![TRegionInfo {
+                id: 1,
+                name: b("t,,1"),
+                port: 9090,
+                ..TRegionInfo::default()
+            }])),
+        ),
+        (
+            "getRowsWithColumns",
+            Ok(Reply::Rows(vec![
+                TRowResult {
+                    row: b("r"),
+                    columns: Some(vec![(b("cf:a"), cell.clone())]),
+                    sorted_columns: None,
+                },
+                TRowResult {
+                    row: b("s"),
+                    columns: None,
+                    sorted_columns: Some(vec![TColumn {
+                        column_name: b("cf:a"),
+                        cell: cell.clone(),
+                    }]),
+                },
+            ])),
+        ),
+        ("scannerGetList", Ok(Reply::Rows(vec![]))),
+        ("getVerTs", Ok(Reply::Cells(vec![cell.clone(), cell]))),
+        (
+            "getRow",
+            Err(HbaseError::Io {
+                message: "no table x".into(),
+                can_retry: false,
+            }),
+        ),
+        (
+            "mutateRows",
+            Err(HbaseError::IllegalArgument("a put needs fam:qual".into())),
+        ),
+        ("createTable", Err(HbaseError::AlreadyExists("t".into()))),
+    ];
+    for (mut e, decoder) in both() {
+        for (name, result) in &replies {
+            encode_reply(&mut *e, name, 4, result);
+            let bytes = e.take();
+            let (header, decoded) = decode_reply(&mut *decoder(bytes)).expect("decodes");
+            assert_eq!((header.name.as_str(), header.seqid), (*name, 4));
+            assert_eq!(
+                decoded.as_ref().expect("not an application exception"),
+                result,
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn unknown_methods_are_skipped_and_answered_with_an_application_exception() {
+    for (mut e, decoder) in both() {
+        e.write_message_begin(&keel_thrift::MessageHeader {
+            name: "getClusterId".into(),
+            kind: keel_thrift::MessageType::Call,
+            seqid: 11,
+        });
+        e.write_struct_begin();
+        e.write_field_begin(keel_thrift::TType::List, 1);
+        e.write_list_begin(keel_thrift::TType::I32, 2);
+        e.write_i32(1);
+        e.write_i32(2);
+        e.write_struct_end();
+        let bytes = e.take();
+        let mut d = decoder(bytes.clone());
+        match decode_call(&mut *d) {
+            Err(CallError::UnknownMethod(header)) => assert_eq!(header.seqid, 11),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(d.position(), bytes.len(), "its arguments were skipped");
+        encode_application_exception(
+            &mut *e,
+            "getClusterId",
+            11,
+            "Invalid method name: 'getClusterId'",
+            UNKNOWN_METHOD,
+        );
+        let (header, decoded) = decode_reply(&mut *decoder(e.take())).expect("decodes");
+        assert_eq!(header.kind, keel_thrift::MessageType::Exception);
+        assert_eq!(
+            decoded,
+            Err((
+                "Invalid method name: 'getClusterId'".to_string(),
+                UNKNOWN_METHOD
+            ))
+        );
+    }
+}
+
+/// Requests as happybase sends them, written with the Apache `thrift` crate: the row-level
+/// variants fold into `GetRows`/`MutateRows`, unknown fields are skipped, absent optional fields
+/// stay absent.
+#[test]
+fn happybase_shaped_requests_written_by_the_thrift_crate_decode() {
+    use thrift::protocol::{
+        TBinaryOutputProtocol, TFieldIdentifier, TListIdentifier, TMapIdentifier,
+        TMessageIdentifier, TMessageType, TOutputProtocol, TStructIdentifier, TType as T,
+    };
+    let mut bytes: Vec<u8> = Vec::new();
+    {
+        let mut o = TBinaryOutputProtocol::new(&mut bytes, true);
+        // getRowWithColumns("t", "r1", ["cf:a", "cf"], {}) with an extra unknown field 9.
+        o.write_message_begin(&TMessageIdentifier::new(
+            "getRowWithColumns",
+            TMessageType::Call,
+            0,
+        ))
+        .expect("the thrift crate writes");
+        o.write_struct_begin(&TStructIdentifier::new("args"))
+            .expect("the thrift crate writes");
+        o.write_field_begin(&TFieldIdentifier::new("tableName", T::String, 1))
+            .expect("the thrift crate writes");
+        o.write_bytes(b"t").expect("the thrift crate writes");
+        o.write_field_begin(&TFieldIdentifier::new("row", T::String, 2))
+            .expect("the thrift crate writes");
+        o.write_bytes(b"r1").expect("the thrift crate writes");
+        o.write_field_begin(&TFieldIdentifier::new("columns", T::List, 3))
+            .expect("the thrift crate writes");
+        o.write_list_begin(&TListIdentifier::new(T::String, 2))
+            .expect("the thrift crate writes");
+        o.write_bytes(b"cf:a").expect("the thrift crate writes");
+        o.write_bytes(b"cf").expect("the thrift crate writes");
+        o.write_field_begin(&TFieldIdentifier::new("attributes", T::Map, 4))
+            .expect("the thrift crate writes");
+        o.write_map_begin(&TMapIdentifier::new(T::String, T::String, 0))
+            .expect("the thrift crate writes");
+        o.write_field_begin(&TFieldIdentifier::new("future", T::Double, 9))
+            .expect("the thrift crate writes");
+        o.write_double(1.5).expect("the thrift crate writes");
+        o.write_field_stop().expect("the thrift crate writes");
+        o.write_struct_end().expect("the thrift crate writes");
+        // mutateRow("t", "r", [put cf:a=v (fields 1, 2, 3, 4), delete cf (1, 2, 4)], {}) at ts 42.
+        o.write_message_begin(&TMessageIdentifier::new(
+            "mutateRowTs",
+            TMessageType::Call,
+            0,
+        ))
+        .expect("the thrift crate writes");
+        o.write_struct_begin(&TStructIdentifier::new("args"))
+            .expect("the thrift crate writes");
+        o.write_field_begin(&TFieldIdentifier::new("tableName", T::String, 1))
+            .expect("the thrift crate writes");
+        o.write_bytes(b"t").expect("the thrift crate writes");
+        o.write_field_begin(&TFieldIdentifier::new("row", T::String, 2))
+            .expect("the thrift crate writes");
+        o.write_bytes(b"r").expect("the thrift crate writes");
+        o.write_field_begin(&TFieldIdentifier::new("mutations", T::List, 3))
+            .expect("the thrift crate writes");
+        o.write_list_begin(&TListIdentifier::new(T::Struct, 2))
+            .expect("the thrift crate writes");
+        for (delete, column, value) in [(false, "cf:a", Some("v")), (true, "cf", None)] {
+            o.write_struct_begin(&TStructIdentifier::new("Mutation"))
+                .expect("the thrift crate writes");
+            o.write_field_begin(&TFieldIdentifier::new("isDelete", T::Bool, 1))
+                .expect("the thrift crate writes");
+            o.write_bool(delete).expect("the thrift crate writes");
+            o.write_field_begin(&TFieldIdentifier::new("column", T::String, 2))
+                .expect("the thrift crate writes");
+            o.write_bytes(column.as_bytes())
+                .expect("the thrift crate writes");
+            if let Some(value) = value {
+                o.write_field_begin(&TFieldIdentifier::new("value", T::String, 3))
+                    .expect("the thrift crate writes");
+                o.write_bytes(value.as_bytes())
+                    .expect("the thrift crate writes");
+            }
+            o.write_field_begin(&TFieldIdentifier::new("writeToWAL", T::Bool, 4))
+                .expect("the thrift crate writes");
+            o.write_bool(true).expect("the thrift crate writes");
+            o.write_field_stop().expect("the thrift crate writes");
+            o.write_struct_end().expect("the thrift crate writes");
+        }
+        o.write_field_begin(&TFieldIdentifier::new("timestamp", T::I64, 4))
+            .expect("the thrift crate writes");
+        o.write_i64(42).expect("the thrift crate writes");
+        o.write_field_stop().expect("the thrift crate writes");
+        o.write_struct_end().expect("the thrift crate writes");
+        o.flush().expect("the thrift crate writes");
+    }
+    let mut d = BinaryDecoder::new(Bytes::from(bytes), Limits::default());
+    let (_, first) = decode_call(&mut d).expect("getRowWithColumns");
+    assert_eq!(
+        first,
+        Call::GetRows {
+            table: b("t"),
+            rows: vec![b("r1")],
+            columns: Some(vec![b("cf:a"), b("cf")]),
+            timestamp: None
+        }
+    );
+    let (_, second) = decode_call(&mut d).expect("mutateRowTs");
+    assert_eq!(
+        second,
+        Call::MutateRows {
+            table: b("t"),
+            batches: vec![BatchMutation {
+                row: b("r"),
+                mutations: vec![
+                    Mutation {
+                        is_delete: false,
+                        column: b("cf:a"),
+                        value: Some(b("v")),
+                        write_to_wal: true
+                    },
+                    Mutation {
+                        is_delete: true,
+                        column: b("cf"),
+                        value: None,
+                        write_to_wal: true
+                    },
+                ],
+            }],
+            timestamp: Some(42),
+        }
+    );
+}
