@@ -13,6 +13,8 @@
 //!   decoder panic.
 //! - [`hbase`]: the `Hbase` service's structs, calls and replies (what happybase sends and
 //!   expects), for server and client.
+//! - [`Client`]: a blocking `Hbase` client on the same codec (buffered or framed, binary or
+//!   compact).
 //! - [`transport`]: buffered or framed, binary or compact, told from a connection's first
 //!   bytes; frame lengths checked against a maximum before anything is read.
 //!
@@ -41,6 +43,7 @@
 #![warn(missing_docs)]
 
 mod binary;
+mod client;
 mod compact;
 mod error;
 pub mod hbase;
@@ -49,6 +52,7 @@ pub mod transport;
 mod types;
 
 pub use binary::{BinaryDecoder, BinaryEncoder};
+pub use client::{Client, ClientError};
 pub use compact::{CompactDecoder, CompactEncoder};
 pub use error::{Result, ThriftError};
 pub use protocol::{Decoder, Encoder};
