@@ -44,6 +44,8 @@ mod server;
 mod trace;
 
 pub use error::RegionError;
+/// Store-file settings a family carries (re-exported so users need not depend on keel-storefile).
+pub use keel_storefile::{BloomType, WriterOptions};
 pub use limits::{CompactionThroughput, RegionLimits};
 pub use region::{
     BlockReads, CompactionOutcome, Durability, FamilyOptions, Region, RegionStats, WriteOrder,

@@ -428,6 +428,24 @@ impl RegionServer {
         Ok(())
     }
 
+    /// A table's column families, as created (enabled or not).
+    pub fn table_families(&self, name: &str) -> Result<Vec<FamilyOptions>, RegionError> {
+        self.tables
+            .read()
+            .get(name)
+            .map(|h| h.entry.families.clone())
+            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))
+    }
+
+    /// Whether a table is enabled.
+    pub fn is_table_enabled(&self, name: &str) -> Result<bool, RegionError> {
+        self.tables
+            .read()
+            .get(name)
+            .map(|h| h.entry.enabled)
+            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))
+    }
+
     /// Every table, sorted by name.
     pub fn list_tables(&self) -> Vec<String> {
         self.tables.read().keys().cloned().collect()

@@ -1,0 +1,640 @@
+//! The `Hbase` service's semantics on keel-region, as Apache's `ThriftHBaseServiceHandler`
+//! behaves (`../shared/research/thrift1-interface.md`, "Semantics clients rely on"): one
+//! [`Call`] in, one [`Reply`] or [`HbaseError`] out. Transport-free, so every rule is tested
+//! without a socket.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use keel_cell::{Cell, LATEST_TIMESTAMP};
+use keel_region::matcher::{ReadQuery, TimeRange};
+use keel_region::{
+    BloomType, ColumnValueFilter, CompareOp, Durability, FamilyOptions, RegionError, RegionScanner,
+    RegionServer, Scan, Table,
+};
+use keel_thrift::hbase::{
+    Call, ColumnDescriptor, HbaseError, Reply, TAppend, TCell, TColumn, TIncrement, TRegionInfo,
+    TRowResult, TScan,
+};
+use parking_lot::Mutex;
+
+use crate::columns::{self, ColumnSpec};
+
+/// The handler's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HandlerOptions {
+    /// `hbase.client.scanner.timeout.period`: an open scanner unused this long is closed and
+    /// its resources freed (60 s).
+    pub scanner_lease: Duration,
+    /// Open scanners at most; opening one more is an `IOError`.
+    pub max_open_scanners: usize,
+    /// The port reported in `TRegionInfo`.
+    pub port: i32,
+}
+
+impl Default for HandlerOptions {
+    fn default() -> HandlerOptions {
+        HandlerOptions {
+            scanner_lease: Duration::from_secs(60),
+            max_open_scanners: 10_000,
+            port: 9090,
+        }
+    }
+}
+
+struct OpenScanner {
+    scanner: RegionScanner,
+    sort_columns: bool,
+    last_used: Instant,
+}
+
+/// Executes calls against a [`RegionServer`].
+pub struct Handler {
+    server: Arc<RegionServer>,
+    options: HandlerOptions,
+    scanners: Mutex<HashMap<i32, OpenScanner>>,
+    next_scanner: AtomicI32,
+}
+
+impl std::fmt::Debug for Handler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handler")
+            .field("options", &self.options)
+            .field("open_scanners", &self.scanners.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn io(message: impl Into<String>) -> HbaseError {
+    HbaseError::Io {
+        message: message.into(),
+        can_retry: false,
+    }
+}
+
+fn illegal(message: impl Into<String>) -> HbaseError {
+    HbaseError::IllegalArgument(message.into())
+}
+
+/// A region error as the gateway reports it: an `IOError` (retryable when the region is busy,
+/// as HBase's `RegionTooBusyException` is).
+fn from_region(e: RegionError) -> HbaseError {
+    let can_retry = matches!(
+        e,
+        RegionError::RegionTooBusy { .. } | RegionError::MemoryFull { .. }
+    );
+    HbaseError::Io {
+        message: e.to_string(),
+        can_retry,
+    }
+}
+
+fn text(bytes: &Bytes, what: &str) -> Result<String, HbaseError> {
+    String::from_utf8(bytes.to_vec()).map_err(|_| illegal(format!("{what} is not UTF-8")))
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Read columns: `None` (absent or empty list) means all.
+fn read_columns(columns: &Option<Vec<Bytes>>) -> Option<Vec<(Bytes, Option<Bytes>)>> {
+    let columns = columns.as_ref().filter(|c| !c.is_empty())?;
+    Some(
+        columns
+            .iter()
+            .map(|c| {
+                let ColumnSpec { family, qualifier } = columns::parse(c);
+                (family, qualifier)
+            })
+            .collect(),
+    )
+}
+
+/// `*Ts` reads see [0, ts): the upper bound is exclusive.
+fn time_range(timestamp: Option<i64>) -> TimeRange {
+    match timestamp {
+        Some(ts) => TimeRange { min: 0, max: ts },
+        None => TimeRange::default(),
+    }
+}
+
+fn row_result(row: Bytes, cells: &[Cell], sorted: bool) -> TRowResult {
+    let pairs: Vec<(Bytes, TCell)> = cells
+        .iter()
+        .map(|c| {
+            (
+                columns::name(c.family(), c.qualifier()),
+                TCell {
+                    value: c.value().clone(),
+                    timestamp: c.timestamp(),
+                },
+            )
+        })
+        .collect();
+    if sorted {
+        TRowResult {
+            row,
+            columns: None,
+            sorted_columns: Some(
+                pairs
+                    .into_iter()
+                    .map(|(column_name, cell)| TColumn { column_name, cell })
+                    .collect(),
+            ),
+        }
+    } else {
+        TRowResult {
+            row,
+            columns: Some(pairs),
+            sorted_columns: None,
+        }
+    }
+}
+
+/// `SingleColumnValueFilter ('cf', 'q', =, 'binary:v'[, filterIfMissing[, latestOnly]])`, the
+/// one filter of HBase's filter language Keel understands.
+fn parse_filter(filter: &[u8]) -> Result<ColumnValueFilter, HbaseError> {
+    let text = std::str::from_utf8(filter).map_err(|_| illegal("the filter is not UTF-8"))?;
+    let unsupported = || illegal(format!("unsupported filter: {text}"));
+    let rest = text
+        .trim()
+        .strip_prefix("SingleColumnValueFilter")
+        .ok_or_else(unsupported)?
+        .trim()
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or_else(unsupported)?;
+    let args: Vec<&str> = rest.split(',').map(str::trim).collect();
+    let quoted = |s: &str| {
+        s.strip_prefix('\'')
+            .and_then(|s| s.strip_suffix('\''))
+            .map(|s| s.replace("''", "'"))
+    };
+    let [family, qualifier, op, value, flags @ ..] = args.as_slice() else {
+        return Err(unsupported());
+    };
+    let op = match *op {
+        "<" => CompareOp::Less,
+        "<=" => CompareOp::LessOrEqual,
+        "=" => CompareOp::Equal,
+        "!=" => CompareOp::NotEqual,
+        ">=" => CompareOp::GreaterOrEqual,
+        ">" => CompareOp::Greater,
+        _ => return Err(unsupported()),
+    };
+    let value = quoted(value).ok_or_else(unsupported)?;
+    let value = value.strip_prefix("binary:").ok_or_else(unsupported)?;
+    Ok(ColumnValueFilter {
+        family: Bytes::from(quoted(family).ok_or_else(unsupported)?),
+        qualifier: Bytes::from(quoted(qualifier).ok_or_else(unsupported)?),
+        op,
+        value: Bytes::copy_from_slice(value.as_bytes()),
+        filter_if_missing: flags
+            .first()
+            .is_some_and(|f| f.eq_ignore_ascii_case("true")),
+    })
+}
+
+impl Handler {
+    /// A handler over `server`.
+    pub fn new(server: Arc<RegionServer>, options: HandlerOptions) -> Handler {
+        Handler {
+            server,
+            options,
+            scanners: Mutex::new(HashMap::new()),
+            next_scanner: AtomicI32::new(1),
+        }
+    }
+
+    /// Scanners open now (after closing those whose lease ran out).
+    pub fn open_scanners(&self) -> usize {
+        self.expire_scanners();
+        self.scanners.lock().len()
+    }
+
+    fn table(&self, name: &Bytes) -> Result<Table, HbaseError> {
+        let name = text(name, "the table name")?;
+        self.server.table(&name).map_err(from_region)
+    }
+
+    fn expire_scanners(&self) {
+        let lease = self.options.scanner_lease;
+        self.scanners
+            .lock()
+            .retain(|_, open| open.last_used.elapsed() < lease);
+    }
+
+    /// Executes one call.
+    pub fn handle(&self, call: Call) -> Result<Reply, HbaseError> {
+        match call {
+            Call::GetTableNames => Ok(Reply::Names(
+                self.server
+                    .list_tables()
+                    .into_iter()
+                    .map(Bytes::from)
+                    .collect(),
+            )),
+            Call::CreateTable { table, families } => self.create_table(&table, &families),
+            Call::DeleteTable { table } => {
+                let name = text(&table, "the table name")?;
+                self.server.delete_table(&name).map_err(from_region)?;
+                Ok(Reply::Void)
+            }
+            Call::EnableTable { table } => {
+                let name = text(&table, "the table name")?;
+                self.server.enable_table(&name).map_err(from_region)?;
+                Ok(Reply::Void)
+            }
+            Call::DisableTable { table } => {
+                let name = text(&table, "the table name")?;
+                self.server.disable_table(&name).map_err(from_region)?;
+                Ok(Reply::Void)
+            }
+            Call::IsTableEnabled { table } => {
+                let name = text(&table, "the table name")?;
+                Ok(Reply::Bool(
+                    self.server.is_table_enabled(&name).map_err(from_region)?,
+                ))
+            }
+            Call::Compact { table, major } => {
+                let name = text(&table, "the table name")?;
+                self.server
+                    .request_compaction(&name, major)
+                    .map_err(from_region)?;
+                Ok(Reply::Void)
+            }
+            Call::GetColumnDescriptors { table } => self.column_descriptors(&table),
+            Call::GetTableRegions { table } => self.table_regions(&table),
+            Call::GetRows {
+                table,
+                rows,
+                columns,
+                timestamp,
+            } => self.get_rows(&table, rows, &columns, timestamp),
+            Call::GetVersions {
+                table,
+                row,
+                column,
+                timestamp,
+                versions,
+            } => self.get_versions(&table, &row, &column, timestamp, versions),
+            Call::MutateRows {
+                table,
+                batches,
+                timestamp,
+            } => self.mutate_rows(&table, batches, timestamp),
+            Call::AtomicIncrement {
+                table,
+                row,
+                column,
+                amount,
+            } => self
+                .increment(&table, &row, &column, amount)
+                .map(Reply::I64),
+            Call::ScannerOpen { table, scan } => self.open_scanner(&table, scan),
+            Call::ScannerGet { id, rows } => self.scanner_get(id, rows),
+            Call::ScannerClose { id } => match self.scanners.lock().remove(&id) {
+                Some(_) => Ok(Reply::Void),
+                None => Err(illegal(format!("no open scanner {id}"))),
+            },
+            Call::IncrementRows { increments } => {
+                for TIncrement {
+                    table,
+                    row,
+                    column,
+                    amount,
+                } in increments
+                {
+                    self.increment(&table, &row, &column, amount)?;
+                }
+                Ok(Reply::Void)
+            }
+            Call::Append { append } => self.append(append),
+        }
+    }
+
+    fn create_table(
+        &self,
+        table: &Bytes,
+        families: &[ColumnDescriptor],
+    ) -> Result<Reply, HbaseError> {
+        let name = text(table, "the table name")?;
+        let mut options = Vec::with_capacity(families.len());
+        for d in families {
+            let family = columns::parse(&d.name).family;
+            if family.is_empty() {
+                return Err(illegal("a column family needs a name"));
+            }
+            let mut f = FamilyOptions::new(family);
+            f.rules.max_versions = u32::try_from(d.max_versions.max(1)).unwrap_or(1);
+            // HBase treats a TTL of 0 or less (happybase sends -1) and the IDL's default
+            // i32::MAX as "forever".
+            if d.time_to_live > 0 && d.time_to_live != i32::MAX {
+                f.rules.ttl_ms = Some(i64::from(d.time_to_live) * 1000);
+            }
+            f.in_memory = d.in_memory;
+            f.files.bloom = match d.bloom_filter_type.to_ascii_uppercase().as_str() {
+                "ROWCOL" => BloomType::RowCol,
+                "NONE" => BloomType::None,
+                _ => BloomType::Row,
+            };
+            options.push(f);
+        }
+        match self.server.create_table(&name, options) {
+            Ok(_) => Ok(Reply::Void),
+            Err(RegionError::TableExists(t)) => Err(HbaseError::AlreadyExists(t)),
+            Err(e @ (RegionError::BadTableName(_) | RegionError::NoFamilies(_))) => {
+                Err(illegal(e.to_string()))
+            }
+            Err(e) => Err(from_region(e)),
+        }
+    }
+
+    fn column_descriptors(&self, table: &Bytes) -> Result<Reply, HbaseError> {
+        let name = text(table, "the table name")?;
+        let families = self.server.table_families(&name).map_err(from_region)?;
+        Ok(Reply::Families(
+            families
+                .into_iter()
+                .map(|f| {
+                    let key = columns::name(&f.name, b"");
+                    let descriptor = ColumnDescriptor {
+                        name: key.clone(),
+                        max_versions: i32::try_from(f.rules.max_versions).unwrap_or(i32::MAX),
+                        in_memory: f.in_memory,
+                        bloom_filter_type: match f.files.bloom {
+                            BloomType::None => "NONE",
+                            BloomType::Row => "ROW",
+                            BloomType::RowCol => "ROWCOL",
+                        }
+                        .to_string(),
+                        block_cache_enabled: true,
+                        time_to_live: f
+                            .rules
+                            .ttl_ms
+                            .map_or(i32::MAX, |ms| i32::try_from(ms / 1000).unwrap_or(i32::MAX)),
+                        ..ColumnDescriptor::default()
+                    };
+                    (key, descriptor)
+                })
+                .collect(),
+        ))
+    }
+
+    fn table_regions(&self, table: &Bytes) -> Result<Reply, HbaseError> {
+        // An unknown table has no regions (an empty list, not an error).
+        let Ok(t) = self.table(table) else {
+            return Ok(Reply::Regions(Vec::new()));
+        };
+        let id = t.region().id() as i64;
+        Ok(Reply::Regions(vec![TRegionInfo {
+            start_key: Bytes::new(),
+            end_key: Bytes::new(),
+            id,
+            name: Bytes::from(format!("{},,{id}", t.name())),
+            version: 1,
+            server_name: Bytes::from_static(b"localhost"),
+            port: self.options.port,
+        }]))
+    }
+
+    fn get_rows(
+        &self,
+        table: &Bytes,
+        rows: Vec<Bytes>,
+        columns: &Option<Vec<Bytes>>,
+        timestamp: Option<i64>,
+    ) -> Result<Reply, HbaseError> {
+        let t = self.table(table)?;
+        let query = ReadQuery {
+            columns: read_columns(columns),
+            time_range: time_range(timestamp),
+            ..ReadQuery::latest(0, now_ms())
+        };
+        let mut out = Vec::new();
+        for row in rows {
+            let cells = t.get(&row, &query).map_err(from_region)?;
+            // Missing rows are skipped; found ones keep the request's order.
+            if !cells.is_empty() {
+                out.push(row_result(row, &cells, false));
+            }
+        }
+        Ok(Reply::Rows(out))
+    }
+
+    fn get_versions(
+        &self,
+        table: &Bytes,
+        row: &Bytes,
+        column: &Bytes,
+        timestamp: Option<i64>,
+        versions: i32,
+    ) -> Result<Reply, HbaseError> {
+        let t = self.table(table)?;
+        let ColumnSpec { family, qualifier } = columns::parse(column);
+        let query = ReadQuery {
+            columns: Some(vec![(family, Some(qualifier.unwrap_or_default()))]),
+            time_range: time_range(timestamp),
+            max_versions: u32::try_from(versions.max(1)).unwrap_or(1),
+            ..ReadQuery::latest(0, now_ms())
+        };
+        let cells = t.get(row, &query).map_err(from_region)?;
+        // Newest first (the family's version limit applies too, in the read).
+        Ok(Reply::Cells(
+            cells
+                .iter()
+                .map(|c| TCell {
+                    value: c.value().clone(),
+                    timestamp: c.timestamp(),
+                })
+                .collect(),
+        ))
+    }
+
+    fn mutate_rows(
+        &self,
+        table: &Bytes,
+        batches: Vec<keel_thrift::hbase::BatchMutation>,
+        timestamp: Option<i64>,
+    ) -> Result<Reply, HbaseError> {
+        let t = self.table(table)?;
+        let ts = timestamp.unwrap_or(LATEST_TIMESTAMP);
+        let mut puts: Vec<(Vec<Cell>, Durability)> = Vec::new();
+        let mut deletes: Vec<(Vec<Cell>, Durability)> = Vec::new();
+        for batch in batches {
+            let (mut row_puts, mut row_deletes) = (Vec::new(), Vec::new());
+            let mut durability = Durability::SkipWal;
+            for m in batch.mutations {
+                if m.write_to_wal {
+                    durability = Durability::UseDefault;
+                }
+                let ColumnSpec { family, qualifier } = columns::parse(&m.column);
+                let cell = if m.is_delete {
+                    match qualifier {
+                        Some(q) => Cell::delete_column(batch.row.clone(), family, q, ts),
+                        None => Cell::delete_family(batch.row.clone(), family, ts),
+                    }
+                } else {
+                    let q = qualifier.ok_or_else(|| {
+                        illegal(format!(
+                            "a put needs family:qualifier, not {}",
+                            String::from_utf8_lossy(&m.column)
+                        ))
+                    })?;
+                    Cell::put(
+                        batch.row.clone(),
+                        family,
+                        q,
+                        ts,
+                        m.value.unwrap_or_default(),
+                    )
+                };
+                let cell = cell.map_err(|e| illegal(e.to_string()))?;
+                if m.is_delete {
+                    row_deletes.push(cell);
+                } else {
+                    row_puts.push(cell);
+                }
+            }
+            // A row whose mutations all skip the WAL skips it; otherwise the server's default.
+            if !row_puts.is_empty() {
+                puts.push((row_puts, durability));
+            }
+            if !row_deletes.is_empty() {
+                deletes.push((row_deletes, durability));
+            }
+        }
+        // All puts of the call first, then all deletes (Apache's handler does the same).
+        for operations in [puts, deletes] {
+            if operations.is_empty() {
+                continue;
+            }
+            for status in t.region().batch(operations) {
+                status.map_err(from_region)?;
+            }
+        }
+        Ok(Reply::Void)
+    }
+
+    fn increment(
+        &self,
+        table: &Bytes,
+        row: &Bytes,
+        column: &Bytes,
+        amount: i64,
+    ) -> Result<i64, HbaseError> {
+        let t = self.table(table)?;
+        let ColumnSpec { family, qualifier } = columns::parse(column);
+        let qualifier = qualifier.ok_or_else(|| illegal("an increment needs family:qualifier"))?;
+        t.increment(row, &family, &qualifier, amount)
+            .map_err(from_region)
+    }
+
+    fn append(&self, append: TAppend) -> Result<Reply, HbaseError> {
+        let t = self.table(&append.table)?;
+        if append.columns.len() != append.values.len() {
+            return Err(illegal("append needs one value per column"));
+        }
+        let mut cells = Vec::new();
+        for (column, value) in append.columns.iter().zip(&append.values) {
+            let ColumnSpec { family, qualifier } = columns::parse(column);
+            let qualifier = qualifier.ok_or_else(|| illegal("an append needs family:qualifier"))?;
+            let (value, _) = t
+                .region()
+                .append(
+                    &append.row,
+                    &family,
+                    &qualifier,
+                    value,
+                    Durability::UseDefault,
+                )
+                .map_err(from_region)?;
+            cells.push(TCell {
+                value,
+                timestamp: now_ms(),
+            });
+        }
+        Ok(Reply::Cells(cells))
+    }
+
+    fn open_scanner(&self, table: &Bytes, scan: TScan) -> Result<Reply, HbaseError> {
+        self.expire_scanners();
+        if self.scanners.lock().len() >= self.options.max_open_scanners {
+            return Err(io(format!(
+                "too many open scanners ({}); close some",
+                self.options.max_open_scanners
+            )));
+        }
+        let t = self.table(table)?;
+        let reversed = scan.reversed.unwrap_or(false);
+        let region_scan = Scan {
+            start_row: scan.start_row.unwrap_or_default(),
+            stop_row: scan.stop_row.unwrap_or_default(),
+            query: ReadQuery {
+                columns: read_columns(&scan.columns),
+                time_range: time_range(scan.timestamp),
+                ..ReadQuery::latest(0, now_ms())
+            },
+            batch: scan
+                .batch_size
+                .and_then(|b| usize::try_from(b).ok())
+                .filter(|&b| b > 0),
+            reversed,
+            filter: scan
+                .filter_string
+                .as_deref()
+                .filter(|f| !f.is_empty())
+                .map(parse_filter)
+                .transpose()?,
+            ..Scan::all(now_ms())
+        };
+        let scanner = t.region().scanner(&region_scan).map_err(from_region)?;
+        let id = self.next_scanner.fetch_add(1, Ordering::Relaxed);
+        self.scanners.lock().insert(
+            id,
+            OpenScanner {
+                scanner,
+                sort_columns: scan.sort_columns.unwrap_or(false),
+                last_used: Instant::now(),
+            },
+        );
+        Ok(Reply::I32(id))
+    }
+
+    fn scanner_get(&self, id: i32, rows: i32) -> Result<Reply, HbaseError> {
+        self.expire_scanners();
+        // Taken out while it reads, so other scanners are not held up behind this one.
+        let mut open = self
+            .scanners
+            .lock()
+            .remove(&id)
+            .ok_or_else(|| illegal(format!("no open scanner {id}")))?;
+        let mut out = Vec::new();
+        let mut failure = None;
+        for _ in 0..rows.max(1) {
+            match open.scanner.next() {
+                Some(Ok(cells)) => {
+                    let row = cells.first().map(|c| c.row().clone()).unwrap_or_default();
+                    out.push(row_result(row, &cells, open.sort_columns));
+                }
+                Some(Err(e)) => {
+                    failure = Some(from_region(e));
+                    break;
+                }
+                None => break,
+            }
+        }
+        open.last_used = Instant::now();
+        self.scanners.lock().insert(id, open);
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(Reply::Rows(out)),
+        }
+    }
+}

@@ -1,0 +1,543 @@
+//! The gateway's semantics, call by call, on a real embedded store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use keel_region::{RegionServer, ServerOptions};
+use keel_server::{Handler, HandlerOptions};
+use keel_thrift::hbase::{
+    BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TAppend, TCell, TIncrement,
+    TRowResult, TScan,
+};
+
+fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+fn put(column: &str, value: &str) -> Mutation {
+    Mutation {
+        is_delete: false,
+        column: b(column),
+        value: Some(b(value)),
+        write_to_wal: true,
+    }
+}
+
+fn delete(column: &str) -> Mutation {
+    Mutation {
+        is_delete: true,
+        column: b(column),
+        value: None,
+        write_to_wal: true,
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    handler: Handler,
+}
+
+fn fixture(options: HandlerOptions) -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let handler = Handler::new(server, options);
+    handler
+        .handle(Call::CreateTable {
+            table: b("t"),
+            families: vec![
+                ColumnDescriptor {
+                    name: b("cf:"),
+                    max_versions: 3,
+                    time_to_live: -1,
+                    ..ColumnDescriptor::default()
+                },
+                ColumnDescriptor {
+                    name: b("cf2:"),
+                    max_versions: 1,
+                    ..ColumnDescriptor::default()
+                },
+            ],
+        })
+        .expect("create");
+    Fixture { _dir: dir, handler }
+}
+
+fn mutate(
+    h: &Handler,
+    row: &str,
+    mutations: Vec<Mutation>,
+    timestamp: Option<i64>,
+) -> Result<Reply, HbaseError> {
+    h.handle(Call::MutateRows {
+        table: b("t"),
+        batches: vec![BatchMutation {
+            row: b(row),
+            mutations,
+        }],
+        timestamp,
+    })
+}
+
+fn columns_of(result: &TRowResult) -> Vec<(String, String)> {
+    result
+        .columns
+        .as_ref()
+        .expect("a column map")
+        .iter()
+        .map(|(k, c)| {
+            (
+                String::from_utf8_lossy(k).into_owned(),
+                String::from_utf8_lossy(&c.value).into_owned(),
+            )
+        })
+        .collect()
+}
+
+fn rows(reply: Reply) -> Vec<TRowResult> {
+    match reply {
+        Reply::Rows(rows) => rows,
+        other => panic!("rows expected, got {other:?}"),
+    }
+}
+
+#[test]
+fn tables_and_families() {
+    let f = fixture(HandlerOptions::default());
+    let h = &f.handler;
+    assert_eq!(
+        h.handle(Call::GetTableNames).expect("names"),
+        Reply::Names(vec![b("t")])
+    );
+    let again = h.handle(Call::CreateTable {
+        table: b("t"),
+        families: vec![ColumnDescriptor {
+            name: b("cf:"),
+            ..ColumnDescriptor::default()
+        }],
+    });
+    assert!(
+        matches!(again, Err(HbaseError::AlreadyExists(_))),
+        "{again:?}"
+    );
+    let no_families = h.handle(Call::CreateTable {
+        table: b("u"),
+        families: vec![],
+    });
+    assert!(
+        matches!(no_families, Err(HbaseError::IllegalArgument(_))),
+        "{no_families:?}"
+    );
+    match h
+        .handle(Call::GetColumnDescriptors { table: b("t") })
+        .expect("families")
+    {
+        Reply::Families(families) => {
+            let names: Vec<&[u8]> = families.iter().map(|(k, _)| &k[..]).collect();
+            assert_eq!(names, vec![&b"cf:"[..], &b"cf2:"[..]]);
+            assert_eq!(families[0].1.max_versions, 3);
+            assert_eq!(families[0].1.time_to_live, i32::MAX, "-1 means forever");
+        }
+        other => panic!("{other:?}"),
+    }
+    match h
+        .handle(Call::GetTableRegions { table: b("t") })
+        .expect("regions")
+    {
+        Reply::Regions(regions) => assert_eq!(regions.len(), 1),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        h.handle(Call::GetTableRegions { table: b("nope") })
+            .expect("regions"),
+        Reply::Regions(vec![])
+    );
+    assert!(matches!(
+        h.handle(Call::GetRows {
+            table: b("nope"),
+            rows: vec![b("r")],
+            columns: None,
+            timestamp: None
+        }),
+        Err(HbaseError::Io { .. })
+    ));
+    // Disable, check, delete (an enabled table cannot be deleted).
+    assert!(matches!(
+        h.handle(Call::DeleteTable { table: b("t") }),
+        Err(HbaseError::Io { .. })
+    ));
+    h.handle(Call::DisableTable { table: b("t") })
+        .expect("disable");
+    assert_eq!(
+        h.handle(Call::IsTableEnabled { table: b("t") })
+            .expect("enabled?"),
+        Reply::Bool(false)
+    );
+    h.handle(Call::EnableTable { table: b("t") })
+        .expect("enable");
+    assert_eq!(
+        h.handle(Call::IsTableEnabled { table: b("t") })
+            .expect("enabled?"),
+        Reply::Bool(true)
+    );
+    h.handle(Call::Compact {
+        table: b("t"),
+        major: true,
+    })
+    .expect("compact");
+    h.handle(Call::DisableTable { table: b("t") })
+        .expect("disable");
+    h.handle(Call::DeleteTable { table: b("t") })
+        .expect("delete");
+    assert_eq!(
+        h.handle(Call::GetTableNames).expect("names"),
+        Reply::Names(vec![])
+    );
+}
+
+#[test]
+fn puts_gets_columns_timestamps_and_versions() {
+    let f = fixture(HandlerOptions::default());
+    let h = &f.handler;
+    mutate(
+        h,
+        "r1",
+        vec![put("cf:a", "1"), put("cf:b", "2"), put("cf2:x", "3")],
+        Some(10),
+    )
+    .expect("put");
+    mutate(h, "r1", vec![put("cf:a", "1b")], Some(20)).expect("put");
+    mutate(h, "r2", vec![put("cf:", "empty qualifier")], None).expect("put");
+    // A put without a colon is refused.
+    let bad = mutate(h, "r1", vec![put("cf", "x")], None);
+    assert!(
+        matches!(bad, Err(HbaseError::IllegalArgument(_))),
+        "{bad:?}"
+    );
+    // Found rows in request order, missing ones skipped; a whole family by name; fam:qual.
+    let got = rows(
+        h.handle(Call::GetRows {
+            table: b("t"),
+            rows: vec![b("r2"), b("missing"), b("r1")],
+            columns: Some(vec![b("cf")]),
+            timestamp: None,
+        })
+        .expect("get"),
+    );
+    assert_eq!(got.len(), 2);
+    assert_eq!(&got[0].row[..], b"r2");
+    assert_eq!(
+        columns_of(&got[0]),
+        vec![("cf:".to_string(), "empty qualifier".to_string())]
+    );
+    assert_eq!(
+        columns_of(&got[1]),
+        vec![("cf:a".into(), "1b".into()), ("cf:b".into(), "2".into())]
+    );
+    let one = rows(
+        h.handle(Call::GetRows {
+            table: b("t"),
+            rows: vec![b("r1")],
+            columns: Some(vec![b("cf2:x")]),
+            timestamp: None,
+        })
+        .expect("get"),
+    );
+    assert_eq!(columns_of(&one[0]), vec![("cf2:x".into(), "3".into())]);
+    // *Ts reads see [0, ts): at 20 the version written at 20 is not visible yet.
+    let old = rows(
+        h.handle(Call::GetRows {
+            table: b("t"),
+            rows: vec![b("r1")],
+            columns: Some(vec![b("cf:a")]),
+            timestamp: Some(20),
+        })
+        .expect("get"),
+    );
+    assert_eq!(columns_of(&old[0]), vec![("cf:a".into(), "1".into())]);
+    // getVer: newest first, at most what was asked.
+    let versions = h
+        .handle(Call::GetVersions {
+            table: b("t"),
+            row: b("r1"),
+            column: b("cf:a"),
+            timestamp: None,
+            versions: i32::MAX,
+        })
+        .expect("versions");
+    assert_eq!(
+        versions,
+        Reply::Cells(vec![
+            TCell {
+                value: b("1b"),
+                timestamp: 20
+            },
+            TCell {
+                value: b("1"),
+                timestamp: 10
+            }
+        ])
+    );
+    let newest = h
+        .handle(Call::GetVersions {
+            table: b("t"),
+            row: b("r1"),
+            column: b("cf:a"),
+            timestamp: None,
+            versions: 1,
+        })
+        .expect("versions");
+    assert_eq!(
+        newest,
+        Reply::Cells(vec![TCell {
+            value: b("1b"),
+            timestamp: 20
+        }])
+    );
+    let before = h
+        .handle(Call::GetVersions {
+            table: b("t"),
+            row: b("r1"),
+            column: b("cf:a"),
+            timestamp: Some(20),
+            versions: 5,
+        })
+        .expect("versions");
+    assert_eq!(
+        before,
+        Reply::Cells(vec![TCell {
+            value: b("1"),
+            timestamp: 10
+        }])
+    );
+}
+
+#[test]
+fn deletes_follow_puts_and_cover_columns_and_families() {
+    let f = fixture(HandlerOptions::default());
+    let h = &f.handler;
+    mutate(
+        h,
+        "r",
+        vec![put("cf:a", "1"), put("cf:b", "2"), put("cf2:x", "3")],
+        Some(10),
+    )
+    .expect("put");
+    // One call with a delete listed before a put of the same column, both at 30: the puts go
+    // first, so the delete (≤ 30) removes the new value too.
+    mutate(h, "r", vec![delete("cf:a"), put("cf:a", "new")], Some(30)).expect("mixed");
+    let got = rows(
+        h.handle(Call::GetRows {
+            table: b("t"),
+            rows: vec![b("r")],
+            columns: None,
+            timestamp: None,
+        })
+        .expect("get"),
+    );
+    assert_eq!(
+        columns_of(&got[0]),
+        vec![("cf:b".into(), "2".into()), ("cf2:x".into(), "3".into())]
+    );
+    // A family delete removes every cell of the family.
+    mutate(h, "r", vec![delete("cf")], None).expect("family delete");
+    let got = rows(
+        h.handle(Call::GetRows {
+            table: b("t"),
+            rows: vec![b("r")],
+            columns: None,
+            timestamp: None,
+        })
+        .expect("get"),
+    );
+    assert_eq!(columns_of(&got[0]), vec![("cf2:x".into(), "3".into())]);
+}
+
+#[test]
+fn counters_appends_and_increment_rows() {
+    let f = fixture(HandlerOptions::default());
+    let h = &f.handler;
+    let inc = |amount| {
+        h.handle(Call::AtomicIncrement {
+            table: b("t"),
+            row: b("c"),
+            column: b("cf:n"),
+            amount,
+        })
+    };
+    assert_eq!(inc(5).expect("inc"), Reply::I64(5));
+    assert_eq!(inc(-2).expect("inc"), Reply::I64(3));
+    h.handle(Call::IncrementRows {
+        increments: vec![TIncrement {
+            table: b("t"),
+            row: b("c"),
+            column: b("cf:n"),
+            amount: 10,
+        }],
+    })
+    .expect("rows");
+    assert_eq!(inc(0).expect("inc"), Reply::I64(13));
+    mutate(h, "s", vec![put("cf:n", "not eight bytes")], None).expect("put");
+    assert!(matches!(
+        h.handle(Call::AtomicIncrement {
+            table: b("t"),
+            row: b("s"),
+            column: b("cf:n"),
+            amount: 1
+        }),
+        Err(HbaseError::Io { .. })
+    ));
+    match h
+        .handle(Call::Append {
+            append: TAppend {
+                table: b("t"),
+                row: b("a"),
+                columns: vec![b("cf:l")],
+                values: vec![b("x")],
+            },
+        })
+        .expect("append")
+    {
+        Reply::Cells(cells) => assert_eq!(cells[0].value, b("x")),
+        other => panic!("{other:?}"),
+    }
+    match h
+        .handle(Call::Append {
+            append: TAppend {
+                table: b("t"),
+                row: b("a"),
+                columns: vec![b("cf:l")],
+                values: vec![b("yz")],
+            },
+        })
+        .expect("append")
+    {
+        Reply::Cells(cells) => assert_eq!(cells[0].value, b("xyz")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn scanners_page_sort_reverse_filter_and_expire() {
+    let f = fixture(HandlerOptions {
+        scanner_lease: Duration::from_millis(300),
+        ..HandlerOptions::default()
+    });
+    let h = &f.handler;
+    for i in 0..10 {
+        let value = if i % 2 == 0 { "even" } else { "odd" };
+        mutate(
+            h,
+            &format!("row{i}"),
+            vec![put("cf:v", value), put("cf:a", "a")],
+            None,
+        )
+        .expect("put");
+    }
+    let open = |scan: TScan| match h
+        .handle(Call::ScannerOpen {
+            table: b("t"),
+            scan,
+        })
+        .expect("open")
+    {
+        Reply::I32(id) => id,
+        other => panic!("{other:?}"),
+    };
+    let get = |id, n| rows(h.handle(Call::ScannerGet { id, rows: n }).expect("get"));
+    let id = open(TScan {
+        start_row: Some(b("row2")),
+        stop_row: Some(b("row7")),
+        ..TScan::default()
+    });
+    let first = get(id, 3);
+    assert_eq!(
+        first.iter().map(|r| r.row.clone()).collect::<Vec<_>>(),
+        vec![b("row2"), b("row3"), b("row4")]
+    );
+    assert_eq!(get(id, 10).len(), 2);
+    assert!(get(id, 10).is_empty(), "exhausted: an empty list");
+    h.handle(Call::ScannerClose { id }).expect("close");
+    assert!(matches!(
+        h.handle(Call::ScannerGet { id, rows: 1 }),
+        Err(HbaseError::IllegalArgument(_))
+    ));
+    assert!(matches!(
+        h.handle(Call::ScannerClose { id }),
+        Err(HbaseError::IllegalArgument(_))
+    ));
+    // Reversed, from row5 down to (not including) row2; sorted columns.
+    let id = open(TScan {
+        start_row: Some(b("row5")),
+        stop_row: Some(b("row2")),
+        reversed: Some(true),
+        sort_columns: Some(true),
+        ..TScan::default()
+    });
+    let back = get(id, 10);
+    assert_eq!(
+        back.iter().map(|r| r.row.clone()).collect::<Vec<_>>(),
+        vec![b("row5"), b("row4"), b("row3")]
+    );
+    assert!(back[0].columns.is_none());
+    let sorted: Vec<Bytes> = back[0]
+        .sorted_columns
+        .as_ref()
+        .expect("sorted")
+        .iter()
+        .map(|c| c.column_name.clone())
+        .collect();
+    assert_eq!(sorted, vec![b("cf:a"), b("cf:v")]);
+    // happybase's filter string.
+    let id = open(TScan {
+        filter_string: Some(b("SingleColumnValueFilter ('cf', 'v', =, 'binary:odd')")),
+        columns: Some(vec![b("cf:v")]),
+        ..TScan::default()
+    });
+    let odd = get(id, 100);
+    assert_eq!(odd.len(), 5);
+    assert!(
+        odd.iter()
+            .all(|r| columns_of(r) == vec![("cf:v".to_string(), "odd".to_string())])
+    );
+    let bad = h.handle(Call::ScannerOpen {
+        table: b("t"),
+        scan: TScan {
+            filter_string: Some(b("PrefixFilter ('r')")),
+            ..TScan::default()
+        },
+    });
+    assert!(
+        matches!(bad, Err(HbaseError::IllegalArgument(_))),
+        "{bad:?}"
+    );
+    // Abandoned scanners are closed once their lease runs out.
+    assert!(h.open_scanners() >= 2);
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(h.open_scanners(), 0);
+    assert!(matches!(
+        h.handle(Call::ScannerGet { id, rows: 1 }),
+        Err(HbaseError::IllegalArgument(_))
+    ));
+}
+
+#[test]
+fn the_scanner_limit_is_enforced() {
+    let f = fixture(HandlerOptions {
+        max_open_scanners: 2,
+        ..HandlerOptions::default()
+    });
+    let h = &f.handler;
+    for _ in 0..2 {
+        h.handle(Call::ScannerOpen {
+            table: b("t"),
+            scan: TScan::default(),
+        })
+        .expect("open");
+    }
+    let third = h.handle(Call::ScannerOpen {
+        table: b("t"),
+        scan: TScan::default(),
+    });
+    assert!(matches!(third, Err(HbaseError::Io { .. })), "{third:?}");
+}
