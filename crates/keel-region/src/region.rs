@@ -214,6 +214,9 @@ pub struct Region {
     active_bytes: AtomicU64,
     snapshot_bytes: Mutex<Option<u64>>,
     flush_requested: AtomicBool,
+    /// The latest server timestamp handed out: server timestamps never go back, even when
+    /// read-modify-writes have run ahead of the clock.
+    last_server_ts: std::sync::atomic::AtomicI64,
     /// The span that asked for the pending flush, for the flush's span to follow.
     flush_cause: crate::trace::Cause,
     /// Which background compactions of this region are queued (bit 1 minor, bit 2 major; one
@@ -368,6 +371,7 @@ impl Region {
             active_bytes: AtomicU64::new(replayed_bytes),
             snapshot_bytes: Mutex::new(None),
             flush_requested: AtomicBool::new(false),
+            last_server_ts: std::sync::atomic::AtomicI64::new(0),
             flush_cause: crate::trace::Cause::default(),
             compaction_queued: std::sync::atomic::AtomicU8::new(0),
             flush_delayed_since: Mutex::new(None),
@@ -394,6 +398,15 @@ impl Region {
         account.charge(held);
         self.account = account;
         self
+    }
+
+    /// The time for a server-assigned timestamp: the clock, or the latest timestamp already
+    /// handed out if that is ahead.
+    fn server_time(&self) -> i64 {
+        let now = now_ms();
+        self.last_server_ts
+            .fetch_max(now, Ordering::Relaxed)
+            .max(now)
     }
 
     /// Asks whoever flushes this region (the server's flusher) to do it soon.
@@ -625,7 +638,7 @@ impl Region {
     ) -> Result<WriteTimings, RegionError> {
         // Timestamps only once the locks are held: a later write to a row never gets an
         // earlier server timestamp.
-        let now = now_ms();
+        let now = self.server_time();
         for cell in &mut cells {
             if cell.timestamp() == LATEST_TIMESTAMP {
                 cell.set_timestamp(now);
@@ -933,7 +946,10 @@ impl Region {
         let timestamp = current
             .as_ref()
             .map_or(i64::MIN, |c| c.timestamp().saturating_add(1))
-            .max(now_ms());
+            .max(self.server_time());
+        // A put after this increment must not get an older server timestamp (several
+        // increments in one millisecond run the counter's timestamps ahead of the clock).
+        self.last_server_ts.fetch_max(timestamp, Ordering::Relaxed);
         let cell = Cell::builder(Bytes::copy_from_slice(row), Bytes::copy_from_slice(family))
             .qualifier(Bytes::copy_from_slice(qualifier))
             .timestamp(timestamp)

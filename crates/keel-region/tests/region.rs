@@ -1168,3 +1168,33 @@ fn reads_racing_flushes_never_miss_acknowledged_writes() {
         stop.store(true, Ordering::Relaxed);
     });
 }
+
+/// Increments in one millisecond run a counter's timestamps ahead of the clock (each is the
+/// previous + 1); a put with a server timestamp afterwards must still be the latest (happybase's
+/// `counter_set` after `counter_inc` found this).
+#[test]
+fn a_put_after_fast_increments_is_the_latest_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = open(dir.path(), FamilyRules::default());
+    for _ in 0..50 {
+        o.region
+            .increment(b"c", b"f", b"n", 1, Durability::SkipWal)
+            .expect("increment");
+    }
+    let set =
+        Cell::put("c", "f", "n", LATEST_TIMESTAMP, 7i64.to_be_bytes().to_vec()).expect("cell");
+    o.region
+        .mutate(vec![set], Durability::SkipWal)
+        .expect("put");
+    let latest = o
+        .region
+        .latest(b"c", b"f", b"n")
+        .expect("get")
+        .expect("a value");
+    assert_eq!(&latest.value()[..], &7i64.to_be_bytes());
+    let (value, _) = o
+        .region
+        .increment(b"c", b"f", b"n", 1, Durability::SkipWal)
+        .expect("increment");
+    assert_eq!(value, 8);
+}

@@ -8,5 +8,7 @@
 
 pub mod columns;
 mod handler;
+mod net;
 
 pub use handler::{Handler, HandlerOptions};
+pub use net::{NetOptions, NetStats, ThriftServer};

@@ -10,7 +10,10 @@ use keel_cell::{Cell, CellKey};
 use crate::error::Result;
 
 /// A sorted source of cells that can be positioned.
-pub trait KeyValueScanner {
+///
+/// `Send`, so a scan can be parked between calls and resumed on another thread (a server's
+/// scanner ids).
+pub trait KeyValueScanner: Send {
     /// The cell `next` would return; `None` when exhausted or not yet positioned.
     fn peek(&self) -> Option<&Cell>;
     /// Returns the current cell and advances.

@@ -1,0 +1,462 @@
+//! The network side: a TCP listener, a reader thread per connection that tells buffered from
+//! framed and binary from compact by the first bytes, reads each framed request into a
+//! keel-bufpool buffer, decodes it (keel-thrift), classifies it and queues it on keel-rpc's
+//! executor — mutations on the write queues, scanner calls on the scan queues, other reads on
+//! the read queues, admin calls on the priority pool — and writes the reply back. Clients such
+//! as happybase keep one request in flight per connection, so replies go out in order.
+
+use std::io::{BufWriter, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes};
+use keel_bufpool::{BufferPool, PoolOptions};
+use keel_rpc::{CallClass, Executor, Failure, RpcOptions, RunInfo, ShutdownMode, Task};
+use keel_thrift::hbase::{
+    Call, CallError, HbaseError, INTERNAL_ERROR, UNKNOWN_METHOD, decode_call,
+    encode_application_exception, encode_reply,
+};
+use keel_thrift::transport::{Protocol, Transport, detect, frame_len};
+use keel_thrift::{BinaryDecoder, BinaryEncoder, CompactDecoder, CompactEncoder, Decoder, Encoder};
+use keel_thrift::{Limits, MessageHeader};
+
+use crate::Handler;
+
+/// How the server listens and what it accepts.
+#[derive(Debug, Clone)]
+pub struct NetOptions {
+    /// Where to listen (HBase's Thrift port on loopback: 127.0.0.1:9090).
+    pub listen: SocketAddr,
+    /// Largest request frame (16 MiB); a larger one gets an error reply and the connection is
+    /// closed.
+    pub max_frame: usize,
+    /// Connections served at once; more are refused (closed at once).
+    pub max_connections: usize,
+    /// A connection idle this long is closed.
+    pub idle_timeout: Duration,
+    /// The executor's layout (handlers, queues, read and scan shares; HBase's keys).
+    pub rpc: RpcOptions,
+    /// The request buffer pool.
+    pub pool: PoolOptions,
+}
+
+impl Default for NetOptions {
+    fn default() -> NetOptions {
+        NetOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 9090)),
+            max_frame: 16 << 20,
+            max_connections: 1000,
+            idle_timeout: Duration::from_secs(600),
+            rpc: RpcOptions::default(),
+            pool: PoolOptions::default(),
+        }
+    }
+}
+
+/// Counters of the network side.
+#[derive(Debug, Default)]
+pub struct NetStats {
+    /// Connections accepted.
+    pub connections: AtomicU64,
+    /// Connections refused over the limit.
+    pub refused_connections: AtomicU64,
+    /// Requests decoded.
+    pub requests: AtomicU64,
+    /// Requests the executor refused (queue full) or dropped.
+    pub rejected: AtomicU64,
+    /// Malformed or oversized requests (the connection was closed).
+    pub malformed: AtomicU64,
+}
+
+/// A running server.
+pub struct ThriftServer {
+    local: SocketAddr,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<()>>,
+    executor: Arc<Executor>,
+    stats: Arc<NetStats>,
+}
+
+impl std::fmt::Debug for ThriftServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThriftServer")
+            .field("local", &self.local)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared {
+    handler: Arc<Handler>,
+    executor: Arc<Executor>,
+    pool: BufferPool,
+    options: NetOptions,
+    stats: Arc<NetStats>,
+    open: AtomicUsize,
+    stop: Arc<AtomicBool>,
+}
+
+impl ThriftServer {
+    /// Binds and starts serving `handler`.
+    pub fn start(handler: Arc<Handler>, options: NetOptions) -> std::io::Result<ThriftServer> {
+        let listener = TcpListener::bind(options.listen)?;
+        let local = listener.local_addr()?;
+        listener.set_nonblocking(true)?;
+        let executor =
+            Arc::new(Executor::new(options.rpc.clone()).map_err(|e| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string())
+            })?);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(NetStats::default());
+        let shared = Arc::new(Shared {
+            handler,
+            executor: Arc::clone(&executor),
+            pool: BufferPool::new(options.pool),
+            options,
+            stats: Arc::clone(&stats),
+            open: AtomicUsize::new(0),
+            stop: Arc::clone(&stop),
+        });
+        let accept = std::thread::Builder::new()
+            .name("keel-accept".to_string())
+            .spawn(move || accept_loop(&listener, &shared))?;
+        Ok(ThriftServer {
+            local,
+            stop,
+            accept: Some(accept),
+            executor,
+            stats,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// The network counters.
+    pub fn stats(&self) -> &NetStats {
+        &self.stats
+    }
+
+    /// The executor (its metrics).
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    /// Stops accepting, lets the calls in flight finish, and stops the executor.
+    pub fn shutdown(mut self) {
+        self.stop_now();
+    }
+
+    fn stop_now(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+        self.executor.shutdown(ShutdownMode::Drain);
+    }
+}
+
+impl Drop for ThriftServer {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
+    while !shared.stop.load(Ordering::Acquire) {
+        match listener.accept() {
+            Ok((socket, _)) => {
+                if shared.open.load(Ordering::Acquire) >= shared.options.max_connections {
+                    shared
+                        .stats
+                        .refused_connections
+                        .fetch_add(1, Ordering::Relaxed);
+                    drop(socket);
+                    continue;
+                }
+                shared.stats.connections.fetch_add(1, Ordering::Relaxed);
+                shared.open.fetch_add(1, Ordering::AcqRel);
+                let shared = Arc::clone(shared);
+                let spawned = std::thread::Builder::new()
+                    .name("keel-conn".to_string())
+                    .spawn(move || {
+                        let _ = serve_connection(socket, &shared);
+                        shared.open.fetch_sub(1, Ordering::AcqRel);
+                    });
+                if spawned.is_err() {
+                    // No thread for it: the connection is dropped with the closure.
+                    continue;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+fn class_of(call: &Call) -> CallClass {
+    match call {
+        Call::MutateRows { .. }
+        | Call::AtomicIncrement { .. }
+        | Call::IncrementRows { .. }
+        | Call::Append { .. } => CallClass::Write,
+        Call::ScannerOpen { .. } | Call::ScannerGet { .. } | Call::ScannerClose { .. } => {
+            CallClass::Scan
+        }
+        Call::GetRows { .. } | Call::GetVersions { .. } => CallClass::Read,
+        _ => CallClass::Priority,
+    }
+}
+
+fn encoder(protocol: Protocol) -> Box<dyn Encoder> {
+    match protocol {
+        Protocol::Binary => Box::new(BinaryEncoder::new()),
+        Protocol::Compact => Box::new(CompactEncoder::new()),
+    }
+}
+
+fn decoder(protocol: Protocol, bytes: Bytes) -> Box<dyn Decoder> {
+    match protocol {
+        Protocol::Binary => Box::new(BinaryDecoder::new(bytes, Limits::default())),
+        Protocol::Compact => Box::new(CompactDecoder::new(bytes, Limits::default())),
+    }
+}
+
+/// One call on a handler thread: run it, encode the reply, hand it back to the connection.
+struct Work {
+    handler: Arc<Handler>,
+    call: Option<Call>,
+    header: MessageHeader,
+    protocol: Protocol,
+    reply: crossbeam_channel::Sender<Vec<u8>>,
+}
+
+impl Work {
+    fn answer(&mut self, result: &Result<keel_thrift::hbase::Reply, HbaseError>) {
+        let mut e = encoder(self.protocol);
+        encode_reply(&mut *e, &self.header.name, self.header.seqid, result);
+        let _ = self.reply.send(e.take());
+    }
+}
+
+impl Task for Work {
+    fn run(&mut self, _info: &RunInfo) {
+        if let Some(call) = self.call.take() {
+            let result = self.handler.handle(call);
+            self.answer(&result);
+        }
+    }
+
+    fn fail(&mut self, failure: Failure) {
+        let message = match failure {
+            Failure::Panicked(what) => {
+                let mut e = encoder(self.protocol);
+                encode_application_exception(
+                    &mut *e,
+                    &self.header.name,
+                    self.header.seqid,
+                    &format!("internal error: {what}"),
+                    INTERNAL_ERROR,
+                );
+                let _ = self.reply.send(e.take());
+                return;
+            }
+            Failure::TimedOut { waited } => {
+                format!("CallDroppedException: waited {waited:?} in the call queue")
+            }
+            Failure::Dropped { waited } => {
+                format!("CallDroppedException: dropped after {waited:?} in an overloaded queue")
+            }
+            Failure::ShuttingDown => "the server is shutting down".to_string(),
+        };
+        self.answer(&Err(HbaseError::Io {
+            message,
+            can_retry: true,
+        }));
+    }
+}
+
+fn serve_connection(socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
+    socket.set_nodelay(true)?;
+    socket.set_read_timeout(Some(shared.options.idle_timeout))?;
+    let mut reader = socket.try_clone()?;
+    let mut writer = BufWriter::new(socket);
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut kind: Option<(Transport, Protocol)> = None;
+    loop {
+        if shared.stop.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // Which transport and protocol: from the first bytes.
+        let (transport, protocol) = match kind {
+            Some(k) => k,
+            None => match detect(&pending) {
+                Ok(Some(k)) => {
+                    kind = Some(k);
+                    k
+                }
+                Ok(None) => {
+                    let n = reader.read(&mut chunk)?;
+                    if n == 0 {
+                        return Ok(());
+                    }
+                    pending.extend_from_slice(&chunk[..n]);
+                    continue;
+                }
+                Err(_) => {
+                    shared.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+            },
+        };
+        // One whole request.
+        let message: Bytes = match transport {
+            Transport::Framed => {
+                while pending.len() < 4 {
+                    let n = reader.read(&mut chunk)?;
+                    if n == 0 {
+                        return Ok(());
+                    }
+                    pending.extend_from_slice(&chunk[..n]);
+                }
+                let len = match frame_len(
+                    [pending[0], pending[1], pending[2], pending[3]],
+                    shared.options.max_frame,
+                ) {
+                    Ok(len) => len,
+                    Err(e) => {
+                        shared.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                        let mut out = encoder(protocol);
+                        encode_application_exception(
+                            &mut *out,
+                            "",
+                            0,
+                            &e.to_string(),
+                            INTERNAL_ERROR,
+                        );
+                        let reply = out.take();
+                        writer.write_all(&(reply.len() as u32).to_be_bytes())?;
+                        writer.write_all(&reply)?;
+                        writer.flush()?;
+                        return Ok(());
+                    }
+                };
+                pending.drain(..4);
+                // The frame goes into a pooled buffer (HBASE-14490): what is already here,
+                // then the rest straight from the socket.
+                let mut buf = shared
+                    .pool
+                    .allocate(len)
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                let have = pending.len().min(len);
+                buf.put_slice(&pending[..have]);
+                pending.drain(..have);
+                let mut left = len - have;
+                while left > 0 {
+                    let want = left.min(chunk.len());
+                    let n = reader.read(&mut chunk[..want])?;
+                    if n == 0 {
+                        return Ok(());
+                    }
+                    buf.put_slice(&chunk[..n]);
+                    left -= n;
+                }
+                buf.freeze().into_contiguous()
+            }
+            Transport::Buffered => {
+                // Decode what has arrived; on `Incomplete` read more.
+                let bytes = Bytes::from(std::mem::take(&mut pending));
+                let mut d = decoder(protocol, bytes.clone());
+                match decode_call(&mut *d) {
+                    Err(CallError::Wire(e)) if e.is_incomplete() => {
+                        pending = bytes.to_vec();
+                        if pending.len() > shared.options.max_frame {
+                            shared.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                            return Ok(());
+                        }
+                        let n = reader.read(&mut chunk)?;
+                        if n == 0 {
+                            return Ok(());
+                        }
+                        pending.extend_from_slice(&chunk[..n]);
+                        continue;
+                    }
+                    _ => {
+                        let used = d.position();
+                        pending = bytes[used..].to_vec();
+                        bytes.slice(..used)
+                    }
+                }
+            }
+        };
+        let reply = respond(shared, protocol, message);
+        let Some(reply) = reply else {
+            shared.stats.malformed.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        };
+        if transport == Transport::Framed {
+            writer.write_all(&(reply.len() as u32).to_be_bytes())?;
+        }
+        writer.write_all(&reply)?;
+        writer.flush()?;
+    }
+}
+
+/// Decodes one request and returns its encoded reply; `None` if it is malformed (the
+/// connection is then closed: its byte stream can no longer be trusted).
+fn respond(shared: &Shared, protocol: Protocol, message: Bytes) -> Option<Vec<u8>> {
+    let size = message.len() as u64;
+    let mut d = decoder(protocol, message);
+    let (header, call) = match decode_call(&mut *d) {
+        Ok(decoded) => decoded,
+        Err(CallError::UnknownMethod(header)) => {
+            let mut e = encoder(protocol);
+            encode_application_exception(
+                &mut *e,
+                &header.name,
+                header.seqid,
+                &format!("Invalid method name: '{}'", header.name),
+                UNKNOWN_METHOD,
+            );
+            return Some(e.take());
+        }
+        Err(CallError::Wire(_)) => return None,
+    };
+    shared.stats.requests.fetch_add(1, Ordering::Relaxed);
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let class = class_of(&call);
+    let work = Work {
+        handler: Arc::clone(&shared.handler),
+        call: Some(call),
+        header: header.clone(),
+        protocol,
+        reply: tx,
+    };
+    match shared
+        .executor
+        .dispatch(keel_rpc::Call::new(class, work).with_size(size))
+    {
+        Ok(()) => rx.recv().ok(),
+        Err(rejected) => {
+            shared.stats.rejected.fetch_add(1, Ordering::Relaxed);
+            let mut e = encoder(protocol);
+            encode_reply(
+                &mut *e,
+                &header.name,
+                header.seqid,
+                &Err(HbaseError::Io {
+                    message: format!("CallQueueTooBigException: {}", rejected.reason),
+                    can_retry: true,
+                }),
+            );
+            Some(e.take())
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! happybase against `keel serve`, the way a Python application uses HBase: `.ci/run` creates a
+//! virtual environment with happybase from PyPI and names its Python in
+//! `KEEL_HAPPYBASE_PYTHON`; this starts the `keel` binary on a free loopback port with a
+//! temporary data directory and runs `happybase_check.py` (tables, puts, gets, scans, batches,
+//! counters, deletes, versions, timestamps, filters) over both transports. Without that
+//! variable it uses `python3` if it has happybase, and otherwise says why it is skipped.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn python() -> Option<PathBuf> {
+    if let Ok(path) = std::env::var("KEEL_HAPPYBASE_PYTHON") {
+        return Some(PathBuf::from(path));
+    }
+    let found = Command::new("python3")
+        .args(["-c", "import happybase"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    found.then(|| PathBuf::from("python3"))
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
+}
+
+#[test]
+fn happybase_works_against_keel_serve() {
+    let Some(python) = python() else {
+        eprintln!(
+            "skipped: no Python with happybase (set KEEL_HAPPYBASE_PYTHON, or `pip install happybase`; .ci/run does)"
+        );
+        return;
+    };
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/happybase_check.py");
+    for (transport, protocol) in [("buffered", "binary"), ("framed", "compact")] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let mut server = Command::new(env!("CARGO_BIN_EXE_keel"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--data-dir",
+            ])
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("keel serve starts");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "keel serve never listened");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let output = Command::new(&python)
+            .arg(&script)
+            .args([port.to_string().as_str(), transport, protocol])
+            .output()
+            .expect("python runs");
+        let _ = server.kill();
+        let _ = server.wait();
+        assert!(
+            output.status.success(),
+            "happybase ({transport}, {protocol}) failed:\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}

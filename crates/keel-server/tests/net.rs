@@ -1,0 +1,197 @@
+//! The server over TCP with keel-thrift's client: every transport and protocol, many
+//! connections at once, unknown methods, malformed and oversized requests.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use keel_region::{RegionServer, ServerOptions};
+use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
+use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Mutation, Reply, TScan};
+use keel_thrift::transport::{Protocol, Transport};
+use keel_thrift::{Client, ClientError};
+
+fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+fn start(dir: &std::path::Path, max_frame: usize) -> ThriftServer {
+    let store = Arc::new(RegionServer::open(dir, ServerOptions::default()).expect("open"));
+    let handler = Arc::new(Handler::new(store, HandlerOptions::default()));
+    let options = NetOptions {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        max_frame,
+        ..NetOptions::default()
+    };
+    ThriftServer::start(handler, options).expect("start")
+}
+
+#[test]
+fn every_transport_and_protocol_many_connections_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), 16 << 20);
+    let address = server.local_addr();
+    let mut admin =
+        Client::connect(address, Transport::Buffered, Protocol::Binary).expect("connect");
+    admin
+        .call(&Call::CreateTable {
+            table: b("t"),
+            families: vec![ColumnDescriptor {
+                name: b("cf:"),
+                ..ColumnDescriptor::default()
+            }],
+        })
+        .expect("create");
+    std::thread::scope(|s| {
+        for (i, (transport, protocol)) in [
+            (Transport::Buffered, Protocol::Binary),
+            (Transport::Buffered, Protocol::Compact),
+            (Transport::Framed, Protocol::Binary),
+            (Transport::Framed, Protocol::Compact),
+        ]
+        .into_iter()
+        .cycle()
+        .take(16)
+        .enumerate()
+        {
+            s.spawn(move || {
+                let mut c = Client::connect(address, transport, protocol).expect("connect");
+                for n in 0..20 {
+                    let row = b(&format!("c{i:02}-{n:03}"));
+                    c.call(&Call::MutateRows {
+                        table: b("t"),
+                        batches: vec![BatchMutation {
+                            row: row.clone(),
+                            mutations: vec![Mutation {
+                                column: b("cf:v"),
+                                value: Some(Bytes::from(vec![b'x'; 2000])),
+                                ..Mutation::default()
+                            }],
+                        }],
+                        timestamp: None,
+                    })
+                    .expect("put");
+                    match c
+                        .call(&Call::GetRows {
+                            table: b("t"),
+                            rows: vec![row],
+                            columns: None,
+                            timestamp: None,
+                        })
+                        .expect("get")
+                    {
+                        Reply::Rows(rows) => assert_eq!(rows.len(), 1),
+                        other => panic!("{other:?}"),
+                    }
+                }
+                // A scanner over this connection's rows.
+                let id = match c
+                    .call(&Call::ScannerOpen {
+                        table: b("t"),
+                        scan: TScan {
+                            start_row: Some(b(&format!("c{i:02}-"))),
+                            stop_row: Some(b(&format!("c{i:02}."))),
+                            ..TScan::default()
+                        },
+                    })
+                    .expect("open")
+                {
+                    Reply::I32(id) => id,
+                    other => panic!("{other:?}"),
+                };
+                match c.call(&Call::ScannerGet { id, rows: 100 }).expect("scan") {
+                    Reply::Rows(rows) => assert_eq!(rows.len(), 20),
+                    other => panic!("{other:?}"),
+                }
+                c.call(&Call::ScannerClose { id }).expect("close");
+            });
+        }
+    });
+    // A fresh connection sees the table.
+    let mut c = Client::connect(address, Transport::Framed, Protocol::Compact).expect("connect");
+    match c.call(&Call::GetTableNames).expect("names") {
+        Reply::Names(names) => assert_eq!(names, vec![b("t")]),
+        other => panic!("{other:?}"),
+    }
+    let stats = server.stats();
+    assert!(stats.requests.load(std::sync::atomic::Ordering::Relaxed) >= 16 * 43);
+    server.shutdown();
+}
+
+fn framed_binary_call(name: &str) -> Vec<u8> {
+    use keel_thrift::{BinaryEncoder, Encoder, MessageHeader, MessageType};
+    let mut e = BinaryEncoder::new();
+    e.write_message_begin(&MessageHeader {
+        name: name.into(),
+        kind: MessageType::Call,
+        seqid: 0,
+    });
+    e.write_struct_begin();
+    e.write_struct_end();
+    let body = e.take();
+    [(body.len() as u32).to_be_bytes().to_vec(), body].concat()
+}
+
+#[test]
+fn unknown_methods_malformed_and_oversized_requests() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), 4096);
+    let address = server.local_addr();
+    // Unknown method: a TApplicationException, then the connection still serves.
+    let mut socket = TcpStream::connect(address).expect("connect");
+    socket
+        .write_all(&framed_binary_call("getClusterId"))
+        .expect("write");
+    let mut prefix = [0u8; 4];
+    socket.read_exact(&mut prefix).expect("reply");
+    let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
+    socket.read_exact(&mut body).expect("reply");
+    assert_eq!(
+        &body[..4],
+        &[0x80, 0x01, 0x00, 0x03],
+        "an EXCEPTION message"
+    );
+    socket
+        .write_all(&framed_binary_call("getTableNames"))
+        .expect("write");
+    socket.read_exact(&mut prefix).expect("second reply");
+    // A frame over the limit: an error reply, then the connection is closed.
+    let mut socket = TcpStream::connect(address).expect("connect");
+    socket.write_all(&100_000u32.to_be_bytes()).expect("write");
+    socket.write_all(&[0x80]).expect("write");
+    let mut rest = Vec::new();
+    socket
+        .read_to_end(&mut rest)
+        .expect("closed after the reply");
+    assert!(rest.len() > 4, "an error reply came first");
+    // Garbage: closed, and the server keeps serving others.
+    let mut socket = TcpStream::connect(address).expect("connect");
+    socket.write_all(b"GET / HTTP/1.1\r\n\r\n").expect("write");
+    let mut rest = Vec::new();
+    let _ = socket.read_to_end(&mut rest);
+    assert!(rest.is_empty());
+    let mut c = Client::connect(address, Transport::Buffered, Protocol::Binary).expect("connect");
+    assert!(matches!(c.call(&Call::GetTableNames), Ok(Reply::Names(_))));
+    // A client that disconnects mid-request does not disturb the server.
+    let mut socket = TcpStream::connect(address).expect("connect");
+    socket
+        .write_all(&framed_binary_call("getTableNames")[..7])
+        .expect("write");
+    drop(socket);
+    assert!(matches!(c.call(&Call::GetTableNames), Ok(Reply::Names(_))));
+    let err = c
+        .call(&Call::DeleteTable {
+            table: b("missing"),
+        })
+        .expect_err("no table");
+    assert!(matches!(err, ClientError::Hbase(_)), "{err}");
+    assert!(
+        server
+            .stats()
+            .malformed
+            .load(std::sync::atomic::Ordering::Relaxed)
+            >= 2
+    );
+    server.shutdown();
+}
