@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod columns;
+pub mod config;
 mod handler;
 mod net;
 

@@ -1,9 +1,12 @@
 //! `keel`: Keel's server binary. `keel serve` serves the embedded store over HBase's Thrift1
-//! gateway protocol, so happybase and other Thrift1 clients work against it unchanged.
+//! gateway protocol, so happybase and other Thrift1 clients work against it unchanged. With no
+//! arguments it listens on 127.0.0.1:9090 with its data in `./keel-data`. SIGINT or SIGTERM
+//! shut it down gracefully: no new connections, calls in flight finished and answered, every
+//! memstore flushed, the WAL closed.
 
 #![expect(
     clippy::print_stderr,
-    reason = "the server says where it listens on start"
+    reason = "the server says where it listens, and when it stops"
 )]
 
 use std::net::SocketAddr;
@@ -12,6 +15,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use keel_region::{RegionServer, ServerOptions};
+use keel_server::config::Settings;
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
 
 /// Keel's server.
@@ -24,74 +28,137 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Serves the store in `--data-dir` over HBase's Thrift1 protocol.
+    /// Serves the store over HBase's Thrift1 protocol (buffered or framed, binary or compact).
     Serve(Serve),
 }
 
+/// Flags override `--config`, which overrides HBase's defaults.
 #[derive(Debug, clap::Args)]
 struct Serve {
-    /// Where to listen (HBase's Thrift port, loopback only unless you choose otherwise).
-    #[arg(long, default_value = "127.0.0.1:9090")]
-    listen: SocketAddr,
-    /// The store's directory (created if needed).
-    #[arg(long, default_value = "./keel-data")]
-    data_dir: PathBuf,
-    /// `hbase.regionserver.handler.count`: handler threads.
-    #[arg(long, default_value_t = 30)]
-    handler_count: usize,
-    /// `hbase.ipc.server.callqueue.read.ratio`: the handlers' share for reads.
-    #[arg(long, default_value_t = 0.0)]
-    read_ratio: f64,
-    /// `hbase.ipc.server.callqueue.scan.ratio`: the read handlers' share for scans.
-    #[arg(long, default_value_t = 0.0)]
-    scan_ratio: f64,
-    /// `hbase.hregion.memstore.flush.size`, bytes.
-    #[arg(long, default_value_t = 128 << 20)]
-    flush_size: u64,
-    /// Largest request frame, bytes.
-    #[arg(long, default_value_t = 16 << 20)]
-    max_frame: usize,
+    /// A `keel.toml` with HBase's keys (`hbase.regionserver.handler.count`, …).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// `keel.listen`: where to listen (default 127.0.0.1:9090; loopback unless you choose).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// `keel.data.dir`: the store's directory (default ./keel-data, created if needed).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// `hbase.regionserver.handler.count` (30).
+    #[arg(long)]
+    handler_count: Option<usize>,
+    /// `hbase.ipc.server.callqueue.read.ratio` (0.0).
+    #[arg(long)]
+    read_ratio: Option<f64>,
+    /// `hbase.ipc.server.callqueue.scan.ratio` (0.0).
+    #[arg(long)]
+    scan_ratio: Option<f64>,
+    /// `hbase.hregion.memstore.flush.size`, bytes (128 MiB).
+    #[arg(long)]
+    flush_size: Option<u64>,
+    /// Largest request frame, bytes (16 MiB).
+    #[arg(long)]
+    max_frame: Option<usize>,
 }
 
-fn serve(args: Serve) -> Result<(), String> {
+fn settings(args: &Serve) -> Result<Settings, String> {
+    let mut s = Settings::default();
+    if let Some(path) = &args.config {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        s.apply_toml(&text)?;
+    }
+    if let Some(v) = args.listen {
+        s.listen = v;
+    }
+    if let Some(v) = &args.data_dir {
+        s.data_dir.clone_from(v);
+    }
+    if let Some(v) = args.handler_count {
+        s.handler_count = v;
+    }
+    if let Some(v) = args.read_ratio {
+        s.read_ratio = v;
+    }
+    if let Some(v) = args.scan_ratio {
+        s.scan_ratio = v;
+    }
+    if let Some(v) = args.flush_size {
+        s.flush_size = v;
+    }
+    if let Some(v) = args.max_frame {
+        s.max_frame = v;
+    }
+    Ok(s)
+}
+
+fn serve(args: &Serve) -> Result<(), String> {
+    let s = settings(args)?;
     let mut store_options = ServerOptions::default();
-    store_options.limits.flush_size = args.flush_size;
+    store_options.limits.flush_size = s.flush_size;
+    store_options.limits.block_multiplier = s.block_multiplier;
+    store_options.limits.blocking_store_files = s.blocking_store_files;
     let store = Arc::new(
-        RegionServer::open(&args.data_dir, store_options)
-            .map_err(|e| format!("cannot open {}: {e}", args.data_dir.display()))?,
+        RegionServer::open(&s.data_dir, store_options)
+            .map_err(|e| format!("cannot open {}: {e}", s.data_dir.display()))?,
     );
     let handler = Arc::new(Handler::new(
-        store,
+        Arc::clone(&store),
         HandlerOptions {
-            port: i32::from(args.listen.port()),
+            port: i32::from(s.listen.port()),
+            scanner_lease: s.scanner_lease,
             ..HandlerOptions::default()
         },
     ));
     let mut options = NetOptions {
-        listen: args.listen,
-        max_frame: args.max_frame,
+        listen: s.listen,
+        max_frame: s.max_frame,
+        max_connections: s.max_connections,
         ..NetOptions::default()
     };
-    options.rpc.handler_count = args.handler_count;
-    options.rpc.read_ratio = args.read_ratio;
-    options.rpc.scan_ratio = args.scan_ratio;
+    options.rpc.handler_count = s.handler_count;
+    options.rpc.handler_factor = s.handler_factor;
+    options.rpc.read_ratio = s.read_ratio;
+    options.rpc.scan_ratio = s.scan_ratio;
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel();
+    ctrlc::set_handler(move || {
+        let _ = stop_tx.send(());
+    })
+    .map_err(|e| format!("cannot handle signals: {e}"))?;
     let server = ThriftServer::start(handler, options)
-        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+        .map_err(|e| format!("cannot listen on {}: {e}", s.listen))?;
     eprintln!(
-        "keel: serving {} on {} (Thrift1, buffered or framed, binary or compact); {} handlers, max frame {} B",
-        args.data_dir.display(),
+        "keel: serving {} on {} (Thrift1: buffered or framed, binary or compact); {} handlers, max frame {} B, flush size {} B",
+        s.data_dir.display(),
         server.local_addr(),
-        args.handler_count,
-        args.max_frame
+        s.handler_count,
+        s.max_frame,
+        s.flush_size
     );
-    loop {
-        std::thread::park();
+    let _ = stop_rx.recv();
+    eprintln!("keel: stopping: finishing calls in flight, flushing memstores");
+    server.shutdown();
+    for name in store.list_tables() {
+        if let Ok(table) = store.table(&name) {
+            table
+                .flush()
+                .map_err(|e| format!("flushing {name} at shutdown: {e}"))?;
+        }
     }
+    // If a connection thread still holds the store, everything is flushed already and the
+    // WAL closes as the process exits.
+    if let Ok(store) = Arc::try_unwrap(store) {
+        store
+            .close()
+            .map_err(|e| format!("closing the store: {e}"))?;
+    }
+    eprintln!("keel: stopped");
+    Ok(())
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
+    let result = match &cli.command {
         Command::Serve(args) => serve(args),
     };
     match result {

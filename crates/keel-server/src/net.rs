@@ -73,6 +73,7 @@ pub struct NetStats {
 
 /// A running server.
 pub struct ThriftServer {
+    shared: Arc<Shared>,
     local: SocketAddr,
     stop: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
@@ -89,6 +90,10 @@ impl std::fmt::Debug for ThriftServer {
 }
 
 struct Shared {
+    /// The open connections' sockets, so a shutdown can close them (a reader blocked in
+    /// `read` then returns).
+    sockets: parking_lot::Mutex<std::collections::HashMap<u64, TcpStream>>,
+    next_connection: AtomicU64,
     handler: Arc<Handler>,
     executor: Arc<Executor>,
     pool: BufferPool,
@@ -111,6 +116,8 @@ impl ThriftServer {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(NetStats::default());
         let shared = Arc::new(Shared {
+            sockets: parking_lot::Mutex::new(std::collections::HashMap::new()),
+            next_connection: AtomicU64::new(0),
             handler,
             executor: Arc::clone(&executor),
             pool: BufferPool::new(options.pool),
@@ -119,10 +126,12 @@ impl ThriftServer {
             open: AtomicUsize::new(0),
             stop: Arc::clone(&stop),
         });
+        let accepting = Arc::clone(&shared);
         let accept = std::thread::Builder::new()
             .name("keel-accept".to_string())
-            .spawn(move || accept_loop(&listener, &shared))?;
+            .spawn(move || accept_loop(&listener, &accepting))?;
         Ok(ThriftServer {
+            shared,
             local,
             stop,
             accept: Some(accept),
@@ -156,7 +165,16 @@ impl ThriftServer {
         if let Some(accept) = self.accept.take() {
             let _ = accept.join();
         }
+        // Calls already queued run to the end and their replies go out; then every
+        // connection is closed.
         self.executor.shutdown(ShutdownMode::Drain);
+        for socket in self.shared.sockets.lock().values() {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while self.shared.open.load(Ordering::Acquire) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 
@@ -180,16 +198,22 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 }
                 shared.stats.connections.fetch_add(1, Ordering::Relaxed);
                 shared.open.fetch_add(1, Ordering::AcqRel);
-                let shared = Arc::clone(shared);
+                let id = shared.next_connection.fetch_add(1, Ordering::Relaxed);
+                if let Ok(clone) = socket.try_clone() {
+                    shared.sockets.lock().insert(id, clone);
+                }
+                let conn = Arc::clone(shared);
                 let spawned = std::thread::Builder::new()
                     .name("keel-conn".to_string())
                     .spawn(move || {
-                        let _ = serve_connection(socket, &shared);
-                        shared.open.fetch_sub(1, Ordering::AcqRel);
+                        let _ = serve_connection(socket, &conn);
+                        conn.sockets.lock().remove(&id);
+                        conn.open.fetch_sub(1, Ordering::AcqRel);
                     });
                 if spawned.is_err() {
                     // No thread for it: the connection is dropped with the closure.
-                    continue;
+                    shared.sockets.lock().remove(&id);
+                    shared.open.fetch_sub(1, Ordering::AcqRel);
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {

@@ -1,0 +1,169 @@
+//! `keel.toml`: the server's settings under HBase's own key names (and a few `keel.*` ones),
+//! written either as quoted dotted keys (`"hbase.regionserver.handler.count" = 30`) or as nested
+//! tables. Command-line flags override the file; the file overrides the defaults, which are
+//! HBase's. An unknown key or a value of the wrong type is an error that names it.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Every setting `keel serve` takes, after defaults, file and flags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// `keel.listen` (127.0.0.1:9090; `hbase.regionserver.thrift.port` sets only the port).
+    pub listen: SocketAddr,
+    /// `keel.data.dir` (`./keel-data`).
+    pub data_dir: PathBuf,
+    /// `hbase.regionserver.handler.count` (30).
+    pub handler_count: usize,
+    /// `hbase.ipc.server.callqueue.handler.factor` (0.1).
+    pub handler_factor: f64,
+    /// `hbase.ipc.server.callqueue.read.ratio` (0.0).
+    pub read_ratio: f64,
+    /// `hbase.ipc.server.callqueue.scan.ratio` (0.0).
+    pub scan_ratio: f64,
+    /// `hbase.hregion.memstore.flush.size` in bytes (128 MiB).
+    pub flush_size: u64,
+    /// `hbase.hregion.memstore.block.multiplier` (4).
+    pub block_multiplier: u64,
+    /// `hbase.hstore.blockingStoreFiles` (16).
+    pub blocking_store_files: usize,
+    /// `hbase.regionserver.thrift.framed.max_frame_size_in_mb`, as bytes (Keel: 16 MiB; HBase 2).
+    pub max_frame: usize,
+    /// `hbase.client.scanner.timeout.period` in ms (60 000).
+    pub scanner_lease: Duration,
+    /// `keel.max.connections` (1 000).
+    pub max_connections: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            listen: SocketAddr::from(([127, 0, 0, 1], 9090)),
+            data_dir: PathBuf::from("./keel-data"),
+            handler_count: 30,
+            handler_factor: 0.1,
+            read_ratio: 0.0,
+            scan_ratio: 0.0,
+            flush_size: 128 << 20,
+            block_multiplier: 4,
+            blocking_store_files: 16,
+            max_frame: 16 << 20,
+            scanner_lease: Duration::from_secs(60),
+            max_connections: 1000,
+        }
+    }
+}
+
+fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::Value>) {
+    for (key, value) in table {
+        let name = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match value {
+            toml::Value::Table(inner) => flatten(&name, inner, out),
+            other => {
+                out.insert(name, other.clone());
+            }
+        }
+    }
+}
+
+impl Settings {
+    /// Applies a `keel.toml`'s text.
+    pub fn apply_toml(&mut self, text: &str) -> Result<(), String> {
+        let table: toml::Table = text.parse().map_err(|e| format!("keel.toml: {e}"))?;
+        let mut keys = BTreeMap::new();
+        flatten("", &table, &mut keys);
+        for (key, value) in keys {
+            let int = || {
+                value
+                    .as_integer()
+                    .filter(|&v| v >= 0)
+                    .ok_or_else(|| format!("{key}: expected a non-negative integer, got {value}"))
+            };
+            let float = || {
+                value
+                    .as_float()
+                    .or_else(|| value.as_integer().map(|i| i as f64))
+                    .ok_or_else(|| format!("{key}: expected a number, got {value}"))
+            };
+            let string = || {
+                value
+                    .as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("{key}: expected a string, got {value}"))
+            };
+            match key.as_str() {
+                "keel.listen" => {
+                    self.listen = string()?.parse().map_err(|e| format!("{key}: {e}"))?;
+                }
+                "hbase.regionserver.thrift.port" => {
+                    let port = u16::try_from(int()?).map_err(|_| format!("{key}: not a port"))?;
+                    self.listen.set_port(port);
+                }
+                "keel.data.dir" => self.data_dir = PathBuf::from(string()?),
+                "hbase.regionserver.handler.count" => self.handler_count = int()? as usize,
+                "hbase.ipc.server.callqueue.handler.factor" => self.handler_factor = float()?,
+                "hbase.ipc.server.callqueue.read.ratio" => self.read_ratio = float()?,
+                "hbase.ipc.server.callqueue.scan.ratio" => self.scan_ratio = float()?,
+                "hbase.hregion.memstore.flush.size" => self.flush_size = int()? as u64,
+                "hbase.hregion.memstore.block.multiplier" => self.block_multiplier = int()? as u64,
+                "hbase.hstore.blockingStoreFiles" => self.blocking_store_files = int()? as usize,
+                "hbase.regionserver.thrift.framed.max_frame_size_in_mb" => {
+                    self.max_frame = (int()? as usize).saturating_mul(1 << 20);
+                }
+                "hbase.client.scanner.timeout.period" => {
+                    self.scanner_lease = Duration::from_millis(int()? as u64);
+                }
+                "keel.max.connections" => self.max_connections = int()? as usize,
+                _ => return Err(format!("keel.toml: unknown key {key}")),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hbase_keys_in_either_form_and_errors_that_name_the_key() {
+        let mut s = Settings::default();
+        s.apply_toml(
+            r#"
+            "hbase.regionserver.handler.count" = 8
+            "hbase.ipc.server.callqueue.read.ratio" = 0.5
+            "keel.data.dir" = "/tmp/x"
+
+            [hbase.hregion.memstore]
+            "flush.size" = 1048576
+
+            [hbase.regionserver.thrift]
+            port = 19090
+            "#,
+        )
+        .expect("valid");
+        assert_eq!(s.handler_count, 8);
+        assert_eq!(s.read_ratio, 0.5);
+        assert_eq!(s.flush_size, 1 << 20);
+        assert_eq!(s.listen.port(), 19090);
+        assert_eq!(s.data_dir, PathBuf::from("/tmp/x"));
+        let unknown = Settings::default()
+            .apply_toml("\"hbase.made.up\" = 1")
+            .expect_err("unknown");
+        assert!(unknown.contains("hbase.made.up"), "{unknown}");
+        let wrong = Settings::default()
+            .apply_toml("\"hbase.regionserver.handler.count\" = \"many\"")
+            .expect_err("type");
+        assert!(
+            wrong.contains("hbase.regionserver.handler.count"),
+            "{wrong}"
+        );
+        assert!(Settings::default().apply_toml("not toml [").is_err());
+    }
+}
