@@ -127,16 +127,17 @@ fn serve(args: &Serve) -> Result<(), String> {
     .map_err(|e| format!("cannot handle signals: {e}"))?;
     let server = ThriftServer::start(handler, options)
         .map_err(|e| format!("cannot listen on {}: {e}", s.listen))?;
-    eprintln!(
-        "keel: serving {} on {} (Thrift1: buffered or framed, binary or compact); {} handlers, max frame {} B, flush size {} B",
-        s.data_dir.display(),
-        server.local_addr(),
-        s.handler_count,
-        s.max_frame,
-        s.flush_size
+    tracing::info!(
+        listen = %server.local_addr(),
+        data = %s.data_dir.display(),
+        handlers = s.handler_count,
+        max_frame = s.max_frame,
+        flush_size = s.flush_size,
+        max_connections = s.max_connections,
+        "keel serving (Thrift1: buffered or framed, binary or compact)"
     );
     let _ = stop_rx.recv();
-    eprintln!("keel: stopping: finishing calls in flight, flushing memstores");
+    tracing::info!("stopping: finishing calls in flight, flushing memstores");
     server.shutdown();
     for name in store.list_tables() {
         if let Ok(table) = store.table(&name) {
@@ -152,12 +153,21 @@ fn serve(args: &Serve) -> Result<(), String> {
             .close()
             .map_err(|e| format!("closing the store: {e}"))?;
     }
-    eprintln!("keel: stopped");
+    tracing::info!("stopped");
     Ok(())
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // Logs to stderr, filtered by RUST_LOG (default: info).
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
     let result = match &cli.command {
         Command::Serve(args) => serve(args),
     };

@@ -56,6 +56,46 @@ impl Default for NetOptions {
     }
 }
 
+/// Logs a limit hit at most once per interval (with how many there were since), so a flood
+/// of refusals never floods the log.
+#[derive(Debug, Default)]
+struct LogEvery {
+    last_ms: std::sync::atomic::AtomicI64,
+    since: AtomicU64,
+}
+
+impl LogEvery {
+    const INTERVAL_MS: i64 = 10_000;
+
+    /// `Some(hits since the last line)` when a line is due.
+    fn due(&self) -> Option<u64> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let hits = self.since.fetch_add(1, Ordering::Relaxed) + 1;
+        let last = self.last_ms.load(Ordering::Relaxed);
+        if now - last < Self::INTERVAL_MS {
+            return None;
+        }
+        if self
+            .last_ms
+            .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        self.since.fetch_sub(hits, Ordering::Relaxed);
+        Some(hits)
+    }
+}
+
+#[derive(Debug, Default)]
+struct LimitLogs {
+    connections: LogEvery,
+    malformed: LogEvery,
+    rejected: LogEvery,
+}
+
 /// Counters of the network side.
 #[derive(Debug, Default)]
 pub struct NetStats {
@@ -90,6 +130,7 @@ impl std::fmt::Debug for ThriftServer {
 }
 
 struct Shared {
+    logs: LimitLogs,
     /// The open connections' sockets, so a shutdown can close them (a reader blocked in
     /// `read` then returns).
     sockets: parking_lot::Mutex<std::collections::HashMap<u64, TcpStream>>,
@@ -116,6 +157,7 @@ impl ThriftServer {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(NetStats::default());
         let shared = Arc::new(Shared {
+            logs: LimitLogs::default(),
             sockets: parking_lot::Mutex::new(std::collections::HashMap::new()),
             next_connection: AtomicU64::new(0),
             handler,
@@ -193,6 +235,13 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                         .stats
                         .refused_connections
                         .fetch_add(1, Ordering::Relaxed);
+                    if let Some(n) = shared.logs.connections.due() {
+                        tracing::warn!(
+                            limit = shared.options.max_connections,
+                            refused = n,
+                            "connection limit reached; refusing connections"
+                        );
+                    }
                     drop(socket);
                     continue;
                 }
@@ -221,6 +270,16 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
             }
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
+    }
+}
+
+const MALFORMED: &str = "a malformed, oversized or non-Thrift request";
+
+/// Counts a malformed request (its connection is closed) and logs it once per interval.
+fn malformed(shared: &Shared, what: &str) {
+    shared.stats.malformed.fetch_add(1, Ordering::Relaxed);
+    if let Some(n) = shared.logs.malformed.due() {
+        tracing::warn!(closed = n, "closing connections that sent {what}");
     }
 }
 
@@ -335,7 +394,7 @@ fn serve_connection(socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
                     continue;
                 }
                 Err(_) => {
-                    shared.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                    malformed(shared, MALFORMED);
                     return Ok(());
                 }
             },
@@ -356,7 +415,7 @@ fn serve_connection(socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
                 ) {
                     Ok(len) => len,
                     Err(e) => {
-                        shared.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                        malformed(shared, MALFORMED);
                         let mut out = encoder(protocol);
                         encode_application_exception(
                             &mut *out,
@@ -402,7 +461,7 @@ fn serve_connection(socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
                     Err(CallError::Wire(e)) if e.is_incomplete() => {
                         pending = bytes.to_vec();
                         if pending.len() > shared.options.max_frame {
-                            shared.stats.malformed.fetch_add(1, Ordering::Relaxed);
+                            malformed(shared, MALFORMED);
                             return Ok(());
                         }
                         let n = reader.read(&mut chunk)?;
@@ -422,7 +481,7 @@ fn serve_connection(socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
         };
         let reply = respond(shared, protocol, message);
         let Some(reply) = reply else {
-            shared.stats.malformed.fetch_add(1, Ordering::Relaxed);
+            malformed(shared, "a malformed request");
             return Ok(());
         };
         if transport == Transport::Framed {
@@ -470,6 +529,13 @@ fn respond(shared: &Shared, protocol: Protocol, message: Bytes) -> Option<Vec<u8
         Ok(()) => rx.recv().ok(),
         Err(rejected) => {
             shared.stats.rejected.fetch_add(1, Ordering::Relaxed);
+            if let Some(n) = shared.logs.rejected.due() {
+                tracing::warn!(
+                    reason = %rejected.reason,
+                    rejected = n,
+                    "call queue full: refusing calls (CallQueueTooBigException)"
+                );
+            }
             let mut e = encoder(protocol);
             encode_reply(
                 &mut *e,
