@@ -78,6 +78,12 @@ const BENCHES: &[Suite] = &[
         target: "codec",
     },
     Suite {
+        name: "server",
+        about: "keel-server over TCP: 16 connections of puts and gets, FastPathRwQueue vs RwQueue",
+        package: "keel-server",
+        target: "server",
+    },
+    Suite {
         name: "storefile",
         about: "keel-storefile write/scan MB/s vs a raw read, gets with and without bloom, size per encoding",
         package: "keel-storefile",
