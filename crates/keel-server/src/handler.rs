@@ -31,6 +31,9 @@ pub struct HandlerOptions {
     pub scanner_lease: Duration,
     /// Open scanners at most; opening one more is an `IOError`.
     pub max_open_scanners: usize,
+    /// Open scanners per connection at most (a client that never closes its scanners cannot
+    /// take them all).
+    pub max_scanners_per_connection: usize,
     /// The port reported in `TRegionInfo`.
     pub port: i32,
 }
@@ -40,12 +43,15 @@ impl Default for HandlerOptions {
         HandlerOptions {
             scanner_lease: Duration::from_secs(60),
             max_open_scanners: 10_000,
+            max_scanners_per_connection: 100,
             port: 9090,
         }
     }
 }
 
 struct OpenScanner {
+    /// The connection that opened it (0 for embedded callers).
+    connection: u64,
     scanner: RegionScanner,
     sort_columns: bool,
     last_used: Instant,
@@ -230,8 +236,21 @@ impl Handler {
             .retain(|_, open| open.last_used.elapsed() < lease);
     }
 
-    /// Executes one call.
+    /// Executes one call (as an embedded caller: connection 0).
     pub fn handle(&self, call: Call) -> Result<Reply, HbaseError> {
+        self.handle_on(0, call)
+    }
+
+    /// Closes every scanner `connection` opened (it went away) and returns how many.
+    pub fn close_connection(&self, connection: u64) -> usize {
+        let mut scanners = self.scanners.lock();
+        let before = scanners.len();
+        scanners.retain(|_, open| open.connection != connection);
+        before - scanners.len()
+    }
+
+    /// Executes one call made on `connection` (scanners are counted and closed per connection).
+    pub fn handle_on(&self, connection: u64, call: Call) -> Result<Reply, HbaseError> {
         match call {
             Call::GetTableNames => Ok(Reply::Names(
                 self.server
@@ -297,7 +316,7 @@ impl Handler {
             } => self
                 .increment(&table, &row, &column, amount)
                 .map(Reply::I64),
-            Call::ScannerOpen { table, scan } => self.open_scanner(&table, scan),
+            Call::ScannerOpen { table, scan } => self.open_scanner(connection, &table, scan),
             Call::ScannerGet { id, rows } => self.scanner_get(id, rows),
             Call::ScannerClose { id } => match self.scanners.lock().remove(&id) {
                 Some(_) => Ok(Reply::Void),
@@ -563,13 +582,30 @@ impl Handler {
         Ok(Reply::Cells(cells))
     }
 
-    fn open_scanner(&self, table: &Bytes, scan: TScan) -> Result<Reply, HbaseError> {
+    fn open_scanner(
+        &self,
+        connection: u64,
+        table: &Bytes,
+        scan: TScan,
+    ) -> Result<Reply, HbaseError> {
         self.expire_scanners();
-        if self.scanners.lock().len() >= self.options.max_open_scanners {
-            return Err(io(format!(
-                "too many open scanners ({}); close some",
-                self.options.max_open_scanners
-            )));
+        {
+            let scanners = self.scanners.lock();
+            if scanners.len() >= self.options.max_open_scanners {
+                return Err(io(format!(
+                    "too many open scanners ({}); close some",
+                    self.options.max_open_scanners
+                )));
+            }
+            let mine = scanners
+                .values()
+                .filter(|open| open.connection == connection)
+                .count();
+            if mine >= self.options.max_scanners_per_connection {
+                return Err(io(format!(
+                    "this connection has {mine} open scanners, the most it may; close some"
+                )));
+            }
         }
         let t = self.table(table)?;
         let reversed = scan.reversed.unwrap_or(false);
@@ -599,6 +635,7 @@ impl Handler {
         self.scanners.lock().insert(
             id,
             OpenScanner {
+                connection,
                 scanner,
                 sort_columns: scan.sort_columns.unwrap_or(false),
                 last_used: Instant::now(),

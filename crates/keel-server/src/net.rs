@@ -159,7 +159,8 @@ impl ThriftServer {
         let shared = Arc::new(Shared {
             logs: LimitLogs::default(),
             sockets: parking_lot::Mutex::new(std::collections::HashMap::new()),
-            next_connection: AtomicU64::new(0),
+            // 0 is the handler's embedded caller.
+            next_connection: AtomicU64::new(1),
             handler,
             executor: Arc::clone(&executor),
             pool: BufferPool::new(options.pool),
@@ -255,7 +256,9 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 let spawned = std::thread::Builder::new()
                     .name("keel-conn".to_string())
                     .spawn(move || {
-                        let _ = serve_connection(socket, &conn);
+                        let _ = serve_connection(socket, id, &conn);
+                        // Its scanners go with it.
+                        conn.handler.close_connection(id);
                         conn.sockets.lock().remove(&id);
                         conn.open.fetch_sub(1, Ordering::AcqRel);
                     });
@@ -313,6 +316,7 @@ fn decoder(protocol: Protocol, bytes: Bytes) -> Box<dyn Decoder> {
 
 /// One call on a handler thread: run it, encode the reply, hand it back to the connection.
 struct Work {
+    connection: u64,
     handler: Arc<Handler>,
     call: Option<Call>,
     header: MessageHeader,
@@ -331,7 +335,7 @@ impl Work {
 impl Task for Work {
     fn run(&mut self, _info: &RunInfo) {
         if let Some(call) = self.call.take() {
-            let result = self.handler.handle(call);
+            let result = self.handler.handle_on(self.connection, call);
             self.answer(&result);
         }
     }
@@ -365,7 +369,7 @@ impl Task for Work {
     }
 }
 
-fn serve_connection(socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
+fn serve_connection(socket: TcpStream, id: u64, shared: &Shared) -> std::io::Result<()> {
     socket.set_nodelay(true)?;
     socket.set_read_timeout(Some(shared.options.idle_timeout))?;
     let mut reader = socket.try_clone()?;
@@ -479,7 +483,7 @@ fn serve_connection(socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
                 }
             }
         };
-        let reply = respond(shared, protocol, message);
+        let reply = respond(shared, id, protocol, message);
         let Some(reply) = reply else {
             malformed(shared, "a malformed request");
             return Ok(());
@@ -494,7 +498,12 @@ fn serve_connection(socket: TcpStream, shared: &Shared) -> std::io::Result<()> {
 
 /// Decodes one request and returns its encoded reply; `None` if it is malformed (the
 /// connection is then closed: its byte stream can no longer be trusted).
-fn respond(shared: &Shared, protocol: Protocol, message: Bytes) -> Option<Vec<u8>> {
+fn respond(
+    shared: &Shared,
+    connection: u64,
+    protocol: Protocol,
+    message: Bytes,
+) -> Option<Vec<u8>> {
     let size = message.len() as u64;
     let mut d = decoder(protocol, message);
     let (header, call) = match decode_call(&mut *d) {
@@ -516,6 +525,7 @@ fn respond(shared: &Shared, protocol: Protocol, message: Bytes) -> Option<Vec<u8
     let (tx, rx) = crossbeam_channel::bounded(1);
     let class = class_of(&call);
     let work = Work {
+        connection,
         handler: Arc::clone(&shared.handler),
         call: Some(call),
         header: header.clone(),

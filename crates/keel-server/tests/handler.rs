@@ -541,3 +541,32 @@ fn the_scanner_limit_is_enforced() {
     });
     assert!(matches!(third, Err(HbaseError::Io { .. })), "{third:?}");
 }
+
+#[test]
+fn scanners_are_bounded_and_closed_per_connection() {
+    let f = fixture(HandlerOptions {
+        max_scanners_per_connection: 2,
+        ..HandlerOptions::default()
+    });
+    let h = &f.handler;
+    let open = |connection| {
+        h.handle_on(
+            connection,
+            Call::ScannerOpen {
+                table: b("t"),
+                scan: TScan::default(),
+            },
+        )
+    };
+    open(1).expect("first");
+    open(1).expect("second");
+    assert!(
+        matches!(open(1), Err(HbaseError::Io { .. })),
+        "a third on one connection"
+    );
+    open(2).expect("another connection has its own share");
+    assert_eq!(h.open_scanners(), 3);
+    assert_eq!(h.close_connection(1), 2);
+    assert_eq!(h.open_scanners(), 1);
+    open(1).expect("room again");
+}

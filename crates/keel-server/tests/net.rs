@@ -195,3 +195,43 @@ fn unknown_methods_malformed_and_oversized_requests() {
     );
     server.shutdown();
 }
+
+#[test]
+fn a_dropped_connection_frees_its_scanners() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let handler = Arc::new(Handler::new(store, HandlerOptions::default()));
+    let options = NetOptions {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        ..NetOptions::default()
+    };
+    let server = ThriftServer::start(Arc::clone(&handler), options).expect("start");
+    let mut c = Client::connect(server.local_addr(), Transport::Buffered, Protocol::Binary)
+        .expect("connect");
+    c.call(&Call::CreateTable {
+        table: b("t"),
+        families: vec![ColumnDescriptor {
+            name: b("cf:"),
+            ..ColumnDescriptor::default()
+        }],
+    })
+    .expect("create");
+    for _ in 0..3 {
+        c.call(&Call::ScannerOpen {
+            table: b("t"),
+            scan: TScan::default(),
+        })
+        .expect("open");
+    }
+    assert_eq!(handler.open_scanners(), 3);
+    drop(c);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while handler.open_scanners() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the scanners outlived their connection"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    server.shutdown();
+}
