@@ -453,6 +453,18 @@ fn binary_arg(e: &mut dyn Encoder, id: i16, value: &[u8]) {
     e.write_binary(value);
 }
 
+/// The `*Ts` variants' timestamp as field `id`, if there is one; returns the next field id.
+fn optional_timestamp(e: &mut dyn Encoder, id: i16, timestamp: Option<i64>) -> i16 {
+    match timestamp {
+        Some(ts) => {
+            e.write_field_begin(TType::I64, id);
+            e.write_i64(ts);
+            id + 1
+        }
+        None => id,
+    }
+}
+
 fn empty_attributes(e: &mut dyn Encoder, id: i16) {
     e.write_field_begin(TType::Map, id);
     e.write_map_begin(TType::Binary, TType::Binary, 0);
@@ -541,11 +553,7 @@ impl Call {
                     write_binaries(e, columns);
                     next += 1;
                 }
-                if let Some(ts) = timestamp {
-                    e.write_field_begin(TType::I64, next);
-                    e.write_i64(*ts);
-                    next += 1;
-                }
+                next = optional_timestamp(e, next, *timestamp);
                 empty_attributes(e, next);
             }
             Call::GetVersions {
@@ -559,11 +567,7 @@ impl Call {
                 binary_arg(e, 2, row);
                 binary_arg(e, 3, column);
                 let mut next = 4;
-                if let Some(ts) = timestamp {
-                    e.write_field_begin(TType::I64, next);
-                    e.write_i64(*ts);
-                    next += 1;
-                }
+                next = optional_timestamp(e, next, *timestamp);
                 e.write_field_begin(TType::I32, next);
                 e.write_i32(*versions);
                 empty_attributes(e, next + 1);
@@ -577,11 +581,7 @@ impl Call {
                 e.write_field_begin(TType::List, 2);
                 write_structs(e, batches);
                 let mut next = 3;
-                if let Some(ts) = timestamp {
-                    e.write_field_begin(TType::I64, next);
-                    e.write_i64(*ts);
-                    next += 1;
-                }
+                next = optional_timestamp(e, next, *timestamp);
                 empty_attributes(e, next);
             }
             Call::AtomicIncrement {
