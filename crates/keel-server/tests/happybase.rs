@@ -21,6 +21,24 @@ fn python() -> Option<PathBuf> {
     found.then(|| PathBuf::from("python3"))
 }
 
+/// The README's Python example, pointed at `port`.
+fn readme_example(port: u16) -> String {
+    let readme =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .expect("README.md");
+    let start = readme
+        .find("```python\n")
+        .expect("a python block in the README")
+        + 10;
+    let end = start + readme[start..].find("```").expect("its end");
+    let block = &readme[start..end];
+    assert!(
+        block.contains("port=9090"),
+        "the example names the default port"
+    );
+    block.replace("port=9090", &format!("port={port}"))
+}
+
 fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.local_addr().expect("address").port()
@@ -54,11 +72,24 @@ fn happybase_works_against_keel_serve() {
             assert!(Instant::now() < deadline, "keel serve never listened");
             std::thread::sleep(Duration::from_millis(20));
         }
-        let output = Command::new(&python)
+        let mut output = Command::new(&python)
             .arg(&script)
             .args([port.to_string().as_str(), transport, protocol])
             .output()
             .expect("python runs");
+        if output.status.success() && transport == "buffered" {
+            // The README's own example, as a new user would paste it.
+            output = Command::new(&python)
+                .args(["-c", &readme_example(port)])
+                .output()
+                .expect("python runs");
+            assert!(
+                String::from_utf8_lossy(&output.stdout).contains("{b'cf:q': b'value'}"),
+                "the README's example printed {:?} ({})",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
         let _ = server.kill();
         let _ = server.wait();
         assert!(
