@@ -21,6 +21,17 @@ fn python() -> Option<PathBuf> {
     found.then(|| PathBuf::from("python3"))
 }
 
+/// The server process, killed however the test ends (a leaked one would hold the test
+/// runner's output open).
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The README's Python example, pointed at `port`.
 fn readme_example(port: u16) -> String {
     let readme =
@@ -56,17 +67,20 @@ fn happybase_works_against_keel_serve() {
     for (transport, protocol) in [("buffered", "binary"), ("framed", "compact")] {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
-        let mut server = Command::new(env!("CARGO_BIN_EXE_keel"))
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--data-dir",
-            ])
-            .arg(dir.path())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("keel serve starts");
+        let _server = Running(
+            Command::new(env!("CARGO_BIN_EXE_keel"))
+                .args([
+                    "serve",
+                    "--listen",
+                    &format!("127.0.0.1:{port}"),
+                    "--data-dir",
+                ])
+                .arg(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("keel serve starts"),
+        );
         let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "keel serve never listened");
@@ -90,8 +104,6 @@ fn happybase_works_against_keel_serve() {
                 String::from_utf8_lossy(&output.stderr)
             );
         }
-        let _ = server.kill();
-        let _ = server.wait();
         assert!(
             output.status.success(),
             "happybase ({transport}, {protocol}) failed:\n{}\n{}",

@@ -35,6 +35,7 @@ fn start(config: &std::path::Path) -> Running {
         Command::new(env!("CARGO_BIN_EXE_keel"))
             .args(["serve", "--config"])
             .arg(config)
+            .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("keel serve starts"),
