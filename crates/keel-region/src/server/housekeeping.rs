@@ -187,9 +187,14 @@ impl Shared {
             let Some(region) = job.region.upgrade() else {
                 continue;
             };
+            // The request stays marked queued until the compaction is over, so a periodic
+            // check during it (the last major is recorded only at its end) does not queue the
+            // same work again.
             let bit = if job.major { 2 } else { 1 };
+            let result =
+                region.compact_throttled(&self.options.compaction, job.major, &self.throttle);
             region.compaction_queued.fetch_and(!bit, Ordering::AcqRel);
-            match region.compact_throttled(&self.options.compaction, job.major, &self.throttle) {
+            match result {
                 // Flushes may have added files meanwhile: look again.
                 Ok(outcome) if outcome.files_removed > 0 => {
                     self.request_compaction(&region, false);
