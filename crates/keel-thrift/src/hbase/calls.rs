@@ -350,30 +350,26 @@ pub fn decode_call(d: &mut dyn Decoder) -> std::result::Result<(MessageHeader, C
         },
         "getColumnDescriptors" => Call::GetColumnDescriptors { table: a.bin(1) },
         "getTableRegions" => Call::GetTableRegions { table: a.bin(1) },
-        "getRow" | "getRowTs" | "getRowWithColumns" | "getRowWithColumnsTs" => {
+        "getRow"
+        | "getRowTs"
+        | "getRowWithColumns"
+        | "getRowWithColumnsTs"
+        | "getRows"
+        | "getRowsTs"
+        | "getRowsWithColumns"
+        | "getRowsWithColumnsTs" => {
+            // Field 2 is one row (`getRow*`) or a list of rows (`getRows*`); then the columns
+            // (`*WithColumns`), then the timestamp (`*Ts`).
             let with_columns = method.contains("WithColumns");
             let ts_id = if with_columns { 4 } else { 3 };
+            let rows = if method.starts_with("getRows") {
+                a.binary_lists[2].take().unwrap_or_default()
+            } else {
+                vec![a.bin(2)]
+            };
             Call::GetRows {
                 table: a.bin(1),
-                rows: vec![a.bin(2)],
-                columns: if with_columns {
-                    a.binary_lists[3].take()
-                } else {
-                    None
-                },
-                timestamp: if method.ends_with("Ts") {
-                    a.i64s[ts_id]
-                } else {
-                    None
-                },
-            }
-        }
-        "getRows" | "getRowsTs" | "getRowsWithColumns" | "getRowsWithColumnsTs" => {
-            let with_columns = method.contains("WithColumns");
-            let ts_id = if with_columns { 4 } else { 3 };
-            Call::GetRows {
-                table: a.bin(1),
-                rows: a.binary_lists[2].take().unwrap_or_default(),
+                rows,
                 columns: if with_columns {
                     a.binary_lists[3].take()
                 } else {
