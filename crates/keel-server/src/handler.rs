@@ -9,15 +9,15 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use keel_cell::{Cell, LATEST_TIMESTAMP};
+use keel_cell::{Cell, LATEST_TIMESTAMP, escape_bytes};
 use keel_region::matcher::{ReadQuery, TimeRange};
 use keel_region::{
     BloomType, ColumnValueFilter, CompareOp, Durability, FamilyOptions, RegionError, RegionScanner,
     RegionServer, Scan, Table,
 };
 use keel_thrift::hbase::{
-    Call, ColumnDescriptor, HbaseError, Reply, TAppend, TCell, TColumn, TIncrement, TRegionInfo,
-    TRowResult, TScan,
+    BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TAppend, TCell, TColumn,
+    TIncrement, TRegionInfo, TRowResult, TScan,
 };
 use parking_lot::Mutex;
 
@@ -335,6 +335,23 @@ impl Handler {
                 Ok(Reply::Void)
             }
             Call::Append { append } => self.append(append),
+            Call::DeleteAll {
+                table,
+                row,
+                column,
+                timestamp,
+            } => self.delete_all(&table, row, column, timestamp),
+            Call::CheckAndPut {
+                table,
+                row,
+                column,
+                value,
+                mutation,
+            } => self.check_and_put(&table, &row, &column, value.as_ref(), mutation),
+            Call::GetRowOrBefore { table, row, family } => self.row_or_before(&table, row, &family),
+            Call::GetRegionInfo { row } => self.region_info(&row),
+            // TThriftServerType.ONE: this is the Thrift1 gateway.
+            Call::GetThriftServerType => Ok(Reply::I32(1)),
         }
     }
 
@@ -406,13 +423,10 @@ impl Handler {
         ))
     }
 
-    fn table_regions(&self, table: &Bytes) -> Result<Reply, HbaseError> {
-        // An unknown table has no regions (an empty list, not an error).
-        let Ok(t) = self.table(table) else {
-            return Ok(Reply::Regions(Vec::new()));
-        };
+    /// A table's one region, as `hbase:meta` would describe it.
+    fn describe_region(&self, t: &Table) -> TRegionInfo {
         let id = t.region().id() as i64;
-        Ok(Reply::Regions(vec![TRegionInfo {
+        TRegionInfo {
             start_key: Bytes::new(),
             end_key: Bytes::new(),
             id,
@@ -420,7 +434,138 @@ impl Handler {
             version: 1,
             server_name: Bytes::from_static(b"localhost"),
             port: self.options.port,
-        }]))
+        }
+    }
+
+    fn table_regions(&self, table: &Bytes) -> Result<Reply, HbaseError> {
+        // An unknown table has no regions (an empty list, not an error).
+        let Ok(t) = self.table(table) else {
+            return Ok(Reply::Regions(Vec::new()));
+        };
+        Ok(Reply::Regions(vec![self.describe_region(&t)]))
+    }
+
+    /// `getRegionInfo(metaRow)`: HBase reverse-scans `hbase:meta` from `table,row,…`; every
+    /// Keel table is one region covering all rows, so the table named before the first comma
+    /// answers, whatever follows it.
+    fn region_info(&self, meta_row: &Bytes) -> Result<Reply, HbaseError> {
+        let table = meta_row.split(|&b| b == b',').next().unwrap_or_default();
+        match self.table(&Bytes::copy_from_slice(table)) {
+            Ok(t) => Ok(Reply::Region(self.describe_region(&t))),
+            Err(_) => Err(io(format!(
+                "Cannot find row in hbase:meta, row={}",
+                escape_bytes(meta_row)
+            ))),
+        }
+    }
+
+    /// `deleteAll(Ts)` / `deleteAllRow(Ts)`: the same deletes `mutateRowsTs` makes, for one
+    /// column or family, or for every family of the table.
+    fn delete_all(
+        &self,
+        table: &Bytes,
+        row: Bytes,
+        column: Option<Bytes>,
+        timestamp: Option<i64>,
+    ) -> Result<Reply, HbaseError> {
+        let columns = match column {
+            Some(column) => vec![column],
+            None => {
+                let name = text(table, "the table name")?;
+                let families = self.server.table_families(&name).map_err(from_region)?;
+                families.into_iter().map(|f| f.name).collect()
+            }
+        };
+        let mutations = columns
+            .into_iter()
+            .map(|column| Mutation {
+                is_delete: true,
+                column,
+                ..Mutation::default()
+            })
+            .collect();
+        self.mutate_rows(table, vec![BatchMutation { row, mutations }], timestamp)
+    }
+
+    /// `checkAndPut`: as HBase's `checkAndMutate`, an expected value that is absent or empty
+    /// matches a column with no value or an empty one; otherwise the latest value must equal it.
+    fn check_and_put(
+        &self,
+        table: &Bytes,
+        row: &Bytes,
+        column: &Bytes,
+        expected: Option<&Bytes>,
+        mutation: Mutation,
+    ) -> Result<Reply, HbaseError> {
+        let t = self.table(table)?;
+        let put = columns::parse(&mutation.column);
+        let put_qualifier = put
+            .qualifier
+            .ok_or_else(|| illegal("checkAndPut's put needs family:qualifier"))?;
+        let cell = Cell::put(
+            row.clone(),
+            put.family,
+            put_qualifier,
+            LATEST_TIMESTAMP,
+            mutation.value.unwrap_or_default(),
+        )
+        .map_err(|e| illegal(e.to_string()))?;
+        let durability = if mutation.write_to_wal {
+            Durability::UseDefault
+        } else {
+            Durability::SkipWal
+        };
+        let ColumnSpec { family, qualifier } = columns::parse(column);
+        let expected = expected.filter(|v| !v.is_empty());
+        let applied = t
+            .region()
+            .check_and_mutate(
+                row,
+                &family,
+                &qualifier.unwrap_or_default(),
+                |current| match (expected, current.filter(|v| !v.is_empty())) {
+                    (None, None) => true,
+                    (Some(want), Some(have)) => want == have,
+                    _ => false,
+                },
+                vec![cell],
+                durability,
+            )
+            .map_err(from_region)?;
+        Ok(Reply::Bool(applied))
+    }
+
+    /// `getRowOrBefore`: the family's cells in the last row at or before `row` (a reversed
+    /// scan from it, as Apache's handler does); none when no row is.
+    fn row_or_before(
+        &self,
+        table: &Bytes,
+        row: Bytes,
+        family: &Bytes,
+    ) -> Result<Reply, HbaseError> {
+        let t = self.table(table)?;
+        let family = columns::parse(family).family;
+        let scan = Scan {
+            start_row: row,
+            reversed: true,
+            limit: Some(1),
+            query: ReadQuery {
+                columns: Some(vec![(family, None)]),
+                ..ReadQuery::latest(0, now_ms())
+            },
+            ..Scan::all(now_ms())
+        };
+        let rows = t.region().scan(&scan).map_err(from_region)?;
+        Ok(Reply::Cells(
+            rows.first()
+                .into_iter()
+                .flatten()
+                .map(|c| TCell {
+                    value: c.value().clone(),
+                    timestamp: c.timestamp(),
+                })
+                .collect(),
+        ))
     }
 
     fn get_rows(

@@ -291,11 +291,15 @@ fn class_of(call: &Call) -> CallClass {
         Call::MutateRows { .. }
         | Call::AtomicIncrement { .. }
         | Call::IncrementRows { .. }
-        | Call::Append { .. } => CallClass::Write,
+        | Call::Append { .. }
+        | Call::DeleteAll { .. }
+        | Call::CheckAndPut { .. } => CallClass::Write,
         Call::ScannerOpen { .. } | Call::ScannerGet { .. } | Call::ScannerClose { .. } => {
             CallClass::Scan
         }
-        Call::GetRows { .. } | Call::GetVersions { .. } => CallClass::Read,
+        Call::GetRows { .. } | Call::GetVersions { .. } | Call::GetRowOrBefore { .. } => {
+            CallClass::Read
+        }
         _ => CallClass::Priority,
     }
 }

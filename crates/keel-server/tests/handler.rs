@@ -1,105 +1,15 @@
 //! The gateway's semantics, call by call, on a real embedded store.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use keel_region::{RegionServer, ServerOptions};
-use keel_server::{Handler, HandlerOptions};
+use keel_server::HandlerOptions;
 use keel_thrift::hbase::{
-    BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TAppend, TCell, TIncrement,
-    TRowResult, TScan,
+    Call, ColumnDescriptor, HbaseError, Reply, TAppend, TCell, TIncrement, TScan,
 };
 
-fn b(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
-
-fn put(column: &str, value: &str) -> Mutation {
-    Mutation {
-        is_delete: false,
-        column: b(column),
-        value: Some(b(value)),
-        write_to_wal: true,
-    }
-}
-
-fn delete(column: &str) -> Mutation {
-    Mutation {
-        is_delete: true,
-        column: b(column),
-        value: None,
-        write_to_wal: true,
-    }
-}
-
-struct Fixture {
-    _dir: tempfile::TempDir,
-    handler: Handler,
-}
-
-fn fixture(options: HandlerOptions) -> Fixture {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
-    let handler = Handler::new(server, options);
-    handler
-        .handle(Call::CreateTable {
-            table: b("t"),
-            families: vec![
-                ColumnDescriptor {
-                    name: b("cf:"),
-                    max_versions: 3,
-                    time_to_live: -1,
-                    ..ColumnDescriptor::default()
-                },
-                ColumnDescriptor {
-                    name: b("cf2:"),
-                    max_versions: 1,
-                    ..ColumnDescriptor::default()
-                },
-            ],
-        })
-        .expect("create");
-    Fixture { _dir: dir, handler }
-}
-
-fn mutate(
-    h: &Handler,
-    row: &str,
-    mutations: Vec<Mutation>,
-    timestamp: Option<i64>,
-) -> Result<Reply, HbaseError> {
-    h.handle(Call::MutateRows {
-        table: b("t"),
-        batches: vec![BatchMutation {
-            row: b(row),
-            mutations,
-        }],
-        timestamp,
-    })
-}
-
-fn columns_of(result: &TRowResult) -> Vec<(String, String)> {
-    result
-        .columns
-        .as_ref()
-        .expect("a column map")
-        .iter()
-        .map(|(k, c)| {
-            (
-                String::from_utf8_lossy(k).into_owned(),
-                String::from_utf8_lossy(&c.value).into_owned(),
-            )
-        })
-        .collect()
-}
-
-fn rows(reply: Reply) -> Vec<TRowResult> {
-    match reply {
-        Reply::Rows(rows) => rows,
-        other => panic!("rows expected, got {other:?}"),
-    }
-}
+mod common;
+use common::{b, columns_of, delete, fixture, mutate, put, rows};
 
 #[test]
 fn tables_and_families() {

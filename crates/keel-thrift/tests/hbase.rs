@@ -158,6 +158,60 @@ fn sample_calls() -> Vec<Call> {
         },
         Call::ScannerGet { id: 3, rows: 1000 },
         Call::ScannerClose { id: 3 },
+        Call::DeleteAll {
+            table: b("t"),
+            row: b("r"),
+            column: Some(b("cf:a")),
+            timestamp: None,
+        },
+        Call::DeleteAll {
+            table: b("t"),
+            row: b("r"),
+            column: Some(b("cf")),
+            timestamp: Some(7),
+        },
+        Call::DeleteAll {
+            table: b("t"),
+            row: b("r"),
+            column: None,
+            timestamp: None,
+        },
+        Call::DeleteAll {
+            table: b("t"),
+            row: b("r"),
+            column: None,
+            timestamp: Some(8),
+        },
+        Call::CheckAndPut {
+            table: b("t"),
+            row: b("r"),
+            column: b("cf:a"),
+            value: Some(b("old")),
+            mutation: Mutation {
+                column: b("cf:a"),
+                value: Some(b("new")),
+                ..Mutation::default()
+            },
+        },
+        Call::CheckAndPut {
+            table: b("t"),
+            row: b("r"),
+            column: b("cf:a"),
+            value: None,
+            mutation: Mutation {
+                column: b("cf:b"),
+                value: Some(b("x")),
+                write_to_wal: false,
+                ..Mutation::default()
+            },
+        },
+        Call::GetRowOrBefore {
+            table: b("t"),
+            row: b("r"),
+            family: b("cf"),
+        },
+        Call::GetRegionInfo { row: b("t,,1") },
+        Call::GetThriftServerType,
         Call::IncrementRows {
             increments: vec![TIncrement {
                 table: b("t"),
@@ -248,7 +302,25 @@ fn every_reply_and_exception_round_trips() {
             ])),
         ),
         ("scannerGetList", Ok(Reply::Rows(vec![]))),
-        ("getVerTs", Ok(Reply::Cells(vec![cell.clone(), cell]))),
+        (
+            "getVerTs",
+            Ok(Reply::Cells(vec![cell.clone(), cell.clone()])),
+        ),
+        ("getRowOrBefore", Ok(Reply::Cells(vec![cell]))),
+        ("getThriftServerType", Ok(Reply::I32(1))),
+        ("checkAndPut", Ok(Reply::Bool(false))),
+        (
+            "getRegionInfo",
+            Ok(Reply::Region(TRegionInfo {
+                start_key: b("a"),
+                end_key: b("m"),
+                id: 3,
+                name: b("t,a,3"),
+                version: 1,
+                server_name: b("localhost"),
+                port: 9090,
+            })),
+        ),
         (
             "getRow",
             Err(HbaseError::Io {
@@ -443,4 +515,144 @@ fn happybase_shaped_requests_written_by_the_thrift_crate_decode() {
             timestamp: Some(42),
         }
     );
+}
+
+/// Writes a request to `method` whose arguments `args` writes (field by field), in `e`'s
+/// protocol, the way another client's generated code would send a variant Keel folds.
+fn request(e: &mut dyn Encoder, method: &str, args: impl FnOnce(&mut dyn Encoder)) -> Vec<u8> {
+    e.write_message_begin(&keel_thrift::MessageHeader {
+        name: method.into(),
+        kind: keel_thrift::MessageType::Call,
+        seqid: 1,
+    });
+    e.write_struct_begin();
+    args(e);
+    e.write_struct_end();
+    e.take()
+}
+
+fn binary(e: &mut dyn Encoder, id: i16, value: &str) {
+    e.write_field_begin(keel_thrift::TType::Binary, id);
+    e.write_binary(value.as_bytes());
+}
+
+fn binaries(e: &mut dyn Encoder, id: i16, values: &[&str]) {
+    e.write_field_begin(keel_thrift::TType::List, id);
+    e.write_list_begin(keel_thrift::TType::Binary, values.len());
+    for v in values {
+        e.write_binary(v.as_bytes());
+    }
+}
+
+fn int64(e: &mut dyn Encoder, id: i16, value: i64) {
+    e.write_field_begin(keel_thrift::TType::I64, id);
+    e.write_i64(value);
+}
+
+/// `get` and the compat-0.90 `scannerOpen*` methods (field ids as `Hbase.thrift`) decode as the
+/// calls they amount to; a prefix becomes a range.
+#[test]
+fn older_variants_fold_into_their_calls() {
+    let scan = |start: &str, stop: Option<Bytes>, ts: Option<i64>| Call::ScannerOpen {
+        table: b("t"),
+        scan: TScan {
+            start_row: Some(b(start)),
+            stop_row: stop,
+            timestamp: ts,
+            columns: Some(vec![b("cf:a")]),
+            ..TScan::default()
+        },
+    };
+    type Args = fn(&mut dyn Encoder);
+    let cases: Vec<(&str, Args, Call)> = vec![
+        (
+            "get",
+            |e| {
+                binary(e, 1, "t");
+                binary(e, 2, "r");
+                binary(e, 3, "cf:a");
+            },
+            Call::GetVersions {
+                table: b("t"),
+                row: b("r"),
+                column: b("cf:a"),
+                timestamp: None,
+                versions: 1,
+            },
+        ),
+        (
+            "scannerOpen",
+            |e| {
+                binary(e, 1, "t");
+                binary(e, 2, "b");
+                binaries(e, 3, &["cf:a"]);
+            },
+            scan("b", None, None),
+        ),
+        (
+            "scannerOpenTs",
+            |e| {
+                binary(e, 1, "t");
+                binary(e, 2, "b");
+                binaries(e, 3, &["cf:a"]);
+                int64(e, 4, 50);
+            },
+            scan("b", None, Some(50)),
+        ),
+        (
+            "scannerOpenWithStop",
+            |e| {
+                binary(e, 1, "t");
+                binary(e, 2, "b");
+                binary(e, 3, "d");
+                binaries(e, 4, &["cf:a"]);
+            },
+            scan("b", Some(b("d")), None),
+        ),
+        (
+            "scannerOpenWithStopTs",
+            |e| {
+                binary(e, 1, "t");
+                binary(e, 2, "b");
+                binary(e, 3, "d");
+                binaries(e, 4, &["cf:a"]);
+                int64(e, 5, 60);
+            },
+            scan("b", Some(b("d")), Some(60)),
+        ),
+        (
+            "scannerOpenWithPrefix",
+            |e| {
+                binary(e, 1, "t");
+                binary(e, 2, "ab");
+                binaries(e, 3, &["cf:a"]);
+            },
+            scan("ab", Some(b("ac")), None),
+        ),
+    ];
+    for (mut e, decoder) in both() {
+        for (method, args, expected) in &cases {
+            let bytes = request(&mut *e, method, args);
+            let (header, call) = decode_call(&mut *decoder(bytes)).expect("decodes");
+            assert_eq!(header.name, *method);
+            assert_eq!(&call, expected, "{method}");
+        }
+    }
+}
+
+#[test]
+fn a_prefix_ends_where_its_rows_do() {
+    use keel_thrift::hbase::prefix_stop_row;
+    assert_eq!(prefix_stop_row(b"ab"), b("ac"));
+    assert_eq!(prefix_stop_row(b"a\xff\xff"), b("b"));
+    assert_eq!(
+        prefix_stop_row(&[0x61, 0xfe]),
+        Bytes::from_static(&[0x61, 0xff])
+    );
+    assert_eq!(
+        prefix_stop_row(&[0xff, 0xff]),
+        Bytes::new(),
+        "no row follows"
+    );
+    assert_eq!(prefix_stop_row(b""), Bytes::new());
 }

@@ -6,8 +6,8 @@
 use bytes::Bytes;
 
 use super::structs::{
-    BatchMutation, ColumnDescriptor, Mutation, TAppend, TCell, TIncrement, TRegionInfo, TRowResult,
-    TScan, ThriftStruct, read_fields, read_list, write_binaries, write_structs,
+    BatchMutation, ColumnDescriptor, Mutation, TAppend, TIncrement, TScan, ThriftStruct,
+    read_fields, write_binaries, write_structs,
 };
 use crate::error::{Result, ThriftError};
 use crate::protocol::{Decoder, Encoder};
@@ -74,7 +74,7 @@ pub enum Call {
         /// Only cells older than this (`*Ts`: the range is [0, ts)).
         timestamp: Option<i64>,
     },
-    /// `getVer` / `getVerTs`.
+    /// `getVer` / `getVerTs`, and `get` (one version).
     GetVersions {
         /// The table.
         table: Bytes,
@@ -107,7 +107,9 @@ pub enum Call {
         /// The amount.
         amount: i64,
     },
-    /// `scannerOpenWithScan`.
+    /// `scannerOpenWithScan`, and the older `scannerOpen`, `scannerOpenTs`,
+    /// `scannerOpenWithStop(Ts)` and `scannerOpenWithPrefix` as the `TScan` they amount to (a
+    /// prefix becomes the range [prefix, the first row after every row with the prefix)).
     ScannerOpen {
         /// The table.
         table: Bytes,
@@ -136,54 +138,50 @@ pub enum Call {
         /// The append.
         append: TAppend,
     },
-}
-
-/// A successful reply's value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
-    /// Nothing (`void` methods).
-    Void,
-    /// `isTableEnabled`.
-    Bool(bool),
-    /// A scanner id.
-    I32(i32),
-    /// A counter's new value.
-    I64(i64),
-    /// Table names.
-    Names(Vec<Bytes>),
-    /// `getColumnDescriptors`: `"cf:"` → descriptor.
-    Families(Vec<(Bytes, ColumnDescriptor)>),
-    /// `getTableRegions`.
-    Regions(Vec<TRegionInfo>),
-    /// Row results.
-    Rows(Vec<TRowResult>),
-    /// Cells (`getVer*`, `append`).
-    Cells(Vec<TCell>),
-}
-
-/// The exceptions the `Hbase` service declares (field ids 1, 2 and 3 of every result struct).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HbaseError {
-    /// `IOError`.
-    #[error("IOError: {message}")]
-    Io {
-        /// What failed.
-        message: String,
-        /// Whether a retry may succeed (Apache's IDL only).
-        can_retry: bool,
+    /// `deleteAll(Ts)` (one column, or a whole family when it has no colon) and
+    /// `deleteAllRow(Ts)` (the whole row).
+    DeleteAll {
+        /// The table.
+        table: Bytes,
+        /// The row.
+        row: Bytes,
+        /// `fam:qual` or `fam`; `None`: every family of the row.
+        column: Option<Bytes>,
+        /// Cells at or before this go (`None`: the server's clock).
+        timestamp: Option<i64>,
     },
-    /// `IllegalArgument`.
-    #[error("IllegalArgument: {0}")]
-    IllegalArgument(String),
-    /// `AlreadyExists`.
-    #[error("AlreadyExists: {0}")]
-    AlreadyExists(String),
+    /// `checkAndPut`: applies `mutation` (a put) if the latest value of `column` equals
+    /// `value`, or, when `value` is `None`, if the column has no value.
+    CheckAndPut {
+        /// The table.
+        table: Bytes,
+        /// The row (checked and written).
+        row: Bytes,
+        /// The column checked, `fam:qual`.
+        column: Bytes,
+        /// The expected value (`None`: expect none).
+        value: Option<Bytes>,
+        /// The put.
+        mutation: Mutation,
+    },
+    /// `getRowOrBefore`: the cells of `family` in the last row at or before `row`.
+    GetRowOrBefore {
+        /// The table.
+        table: Bytes,
+        /// The row searched from.
+        row: Bytes,
+        /// The family returned.
+        family: Bytes,
+    },
+    /// `getRegionInfo`: the region holding a `hbase:meta`-style row key
+    /// (`table,startKey,regionId`).
+    GetRegionInfo {
+        /// The meta row.
+        row: Bytes,
+    },
+    /// `getThriftServerType`: always `ONE` (1), this being the Thrift1 gateway.
+    GetThriftServerType,
 }
-
-/// `TApplicationException`'s `UNKNOWN_METHOD`.
-pub const UNKNOWN_METHOD: i32 = 1;
-/// `TApplicationException`'s `INTERNAL_ERROR`.
-pub const INTERNAL_ERROR: i32 = 6;
 
 /// Why a request could not become a [`Call`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -207,6 +205,7 @@ struct Args {
     descriptors: Vec<ColumnDescriptor>,
     batches: Vec<BatchMutation>,
     mutations: Vec<Mutation>,
+    mutation: Option<Mutation>,
     increments: Vec<TIncrement>,
     scan: Option<TScan>,
     append: Option<TAppend>,
@@ -251,6 +250,20 @@ const METHODS: &[&str] = &[
     "increment",
     "incrementRows",
     "append",
+    "get",
+    "deleteAll",
+    "deleteAllTs",
+    "deleteAllRow",
+    "deleteAllRowTs",
+    "scannerOpen",
+    "scannerOpenTs",
+    "scannerOpenWithStop",
+    "scannerOpenWithStopTs",
+    "scannerOpenWithPrefix",
+    "checkAndPut",
+    "getRowOrBefore",
+    "getRegionInfo",
+    "getThriftServerType",
 ];
 
 fn read_args(d: &mut dyn Decoder, method: &str) -> Result<Args> {
@@ -270,6 +283,7 @@ fn read_args(d: &mut dyn Decoder, method: &str) -> Result<Args> {
                 "scannerOpenWithScan" => args.scan = Some(TScan::read(d)?),
                 "increment" => args.increments.push(TIncrement::read(d)?),
                 "append" => args.append = Some(TAppend::read(d)?),
+                "checkAndPut" => args.mutation = Some(Mutation::read(d)?),
                 _ => return Ok(false),
             },
             TType::List => {
@@ -382,6 +396,13 @@ pub fn decode_call(d: &mut dyn Decoder) -> std::result::Result<(MessageHeader, C
                 },
             }
         }
+        "get" => Call::GetVersions {
+            table: a.bin(1),
+            row: a.bin(2),
+            column: a.bin(3),
+            timestamp: None,
+            versions: 1,
+        },
         "getVer" | "getVerTs" => {
             let ts = method == "getVerTs";
             Call::GetVersions {
@@ -423,6 +444,11 @@ pub fn decode_call(d: &mut dyn Decoder) -> std::result::Result<(MessageHeader, C
             table: a.bin(1),
             scan: a.scan.take().unwrap_or_default(),
         },
+        "scannerOpen"
+        | "scannerOpenTs"
+        | "scannerOpenWithStop"
+        | "scannerOpenWithStopTs"
+        | "scannerOpenWithPrefix" => older_scanner_open(method, &mut a),
         "scannerGet" => Call::ScannerGet {
             id: a.i32s[1].unwrap_or(-1),
             rows: 1,
@@ -437,11 +463,90 @@ pub fn decode_call(d: &mut dyn Decoder) -> std::result::Result<(MessageHeader, C
         "increment" | "incrementRows" => Call::IncrementRows {
             increments: std::mem::take(&mut a.increments),
         },
-        _ => Call::Append {
+        "append" => Call::Append {
             append: a.append.take().unwrap_or_default(),
         },
+        "deleteAll" | "deleteAllTs" => Call::DeleteAll {
+            table: a.bin(1),
+            row: a.bin(2),
+            column: Some(a.bin(3)),
+            timestamp: if method == "deleteAllTs" {
+                a.i64s[4]
+            } else {
+                None
+            },
+        },
+        "deleteAllRow" | "deleteAllRowTs" => Call::DeleteAll {
+            table: a.bin(1),
+            row: a.bin(2),
+            column: None,
+            timestamp: if method == "deleteAllRowTs" {
+                a.i64s[3]
+            } else {
+                None
+            },
+        },
+        "checkAndPut" => Call::CheckAndPut {
+            table: a.bin(1),
+            row: a.bin(2),
+            column: a.bin(3),
+            // Field 4 is unused in the IDL; the expected value is field 5.
+            value: a.binaries[5].take(),
+            mutation: a.mutation.take().unwrap_or_default(),
+        },
+        "getRowOrBefore" => Call::GetRowOrBefore {
+            table: a.bin(1),
+            row: a.bin(2),
+            family: a.bin(3),
+        },
+        "getRegionInfo" => Call::GetRegionInfo { row: a.bin(1) },
+        _ => Call::GetThriftServerType,
     };
     Ok((header, call))
+}
+
+/// The first row after every row that starts with `prefix` (empty: there is none, scan to
+/// the end), so a prefix scan is a range scan.
+pub fn prefix_stop_row(prefix: &[u8]) -> Bytes {
+    let mut stop = prefix.to_vec();
+    while let Some(last) = stop.pop() {
+        if last < u8::MAX {
+            stop.push(last + 1);
+            return Bytes::from(stop);
+        }
+    }
+    Bytes::new()
+}
+
+/// `scannerOpen(table, start, columns)`, `scannerOpenTs(…, columns, ts)`,
+/// `scannerOpenWithStop(table, start, stop, columns)`, `scannerOpenWithStopTs(…, columns, ts)`
+/// and `scannerOpenWithPrefix(table, prefix, columns)` as a `TScan` (unsorted columns, as
+/// Apache's handler opens them).
+fn older_scanner_open(method: &str, a: &mut Args) -> Call {
+    let with_stop = method.starts_with("scannerOpenWithStop");
+    let columns_id = if with_stop { 4 } else { 3 };
+    let start = a.bin(2);
+    let stop_row = if with_stop {
+        Some(a.bin(3))
+    } else if method == "scannerOpenWithPrefix" {
+        Some(prefix_stop_row(&start)).filter(|s| !s.is_empty())
+    } else {
+        None
+    };
+    Call::ScannerOpen {
+        table: a.bin(1),
+        scan: TScan {
+            start_row: Some(start),
+            stop_row,
+            timestamp: if method.ends_with("Ts") {
+                a.i64s[columns_id + 1]
+            } else {
+                None
+            },
+            columns: a.binary_lists[columns_id].take(),
+            ..TScan::default()
+        },
+    }
 }
 
 fn binary_arg(e: &mut dyn Encoder, id: i16, value: &[u8]) {
@@ -509,6 +614,22 @@ impl Call {
             Call::ScannerClose { .. } => "scannerClose",
             Call::IncrementRows { .. } => "incrementRows",
             Call::Append { .. } => "append",
+            Call::DeleteAll {
+                column: Some(_),
+                timestamp: None,
+                ..
+            } => "deleteAll",
+            Call::DeleteAll {
+                column: Some(_), ..
+            } => "deleteAllTs",
+            Call::DeleteAll {
+                timestamp: None, ..
+            } => "deleteAllRow",
+            Call::DeleteAll { .. } => "deleteAllRowTs",
+            Call::CheckAndPut { .. } => "checkAndPut",
+            Call::GetRowOrBefore { .. } => "getRowOrBefore",
+            Call::GetRegionInfo { .. } => "getRegionInfo",
+            Call::GetThriftServerType => "getThriftServerType",
         }
     }
 
@@ -616,176 +737,47 @@ impl Call {
                 e.write_field_begin(TType::Struct, 1);
                 append.write(e);
             }
+            Call::DeleteAll {
+                table,
+                row,
+                column,
+                timestamp,
+            } => {
+                binary_arg(e, 1, table);
+                binary_arg(e, 2, row);
+                let mut next = 3;
+                if let Some(column) = column {
+                    binary_arg(e, next, column);
+                    next += 1;
+                }
+                next = optional_timestamp(e, next, *timestamp);
+                empty_attributes(e, next);
+            }
+            Call::CheckAndPut {
+                table,
+                row,
+                column,
+                value,
+                mutation,
+            } => {
+                binary_arg(e, 1, table);
+                binary_arg(e, 2, row);
+                binary_arg(e, 3, column);
+                if let Some(value) = value {
+                    binary_arg(e, 5, value);
+                }
+                e.write_field_begin(TType::Struct, 6);
+                mutation.write(e);
+                empty_attributes(e, 7);
+            }
+            Call::GetRowOrBefore { table, row, family } => {
+                binary_arg(e, 1, table);
+                binary_arg(e, 2, row);
+                binary_arg(e, 3, family);
+            }
+            Call::GetRegionInfo { row } => binary_arg(e, 1, row),
+            Call::GetThriftServerType => {}
         }
         e.write_struct_end();
     }
-}
-
-/// Writes the reply to method `name`: the result struct with field 0 (the value) or the
-/// exception's field (1 IOError, 2 IllegalArgument, 3 AlreadyExists).
-pub fn encode_reply(
-    e: &mut dyn Encoder,
-    name: &str,
-    seqid: i32,
-    result: &std::result::Result<Reply, HbaseError>,
-) {
-    e.write_message_begin(&MessageHeader {
-        name: name.to_string(),
-        kind: MessageType::Reply,
-        seqid,
-    });
-    e.write_struct_begin();
-    match result {
-        Ok(reply) => write_success(e, reply),
-        Err(error) => {
-            let (id, message, can_retry) = match error {
-                HbaseError::Io { message, can_retry } => (1, message, Some(*can_retry)),
-                HbaseError::IllegalArgument(message) => (2, message, None),
-                HbaseError::AlreadyExists(message) => (3, message, None),
-            };
-            e.write_field_begin(TType::Struct, id);
-            e.write_struct_begin();
-            e.write_field_begin(TType::Binary, 1);
-            e.write_string(message);
-            if let Some(can_retry) = can_retry {
-                e.write_field_begin(TType::Bool, 2);
-                e.write_bool(can_retry);
-            }
-            e.write_struct_end();
-        }
-    }
-    e.write_struct_end();
-}
-
-fn write_success(e: &mut dyn Encoder, reply: &Reply) {
-    match reply {
-        Reply::Void => {}
-        Reply::Bool(v) => {
-            e.write_field_begin(TType::Bool, 0);
-            e.write_bool(*v);
-        }
-        Reply::I32(v) => {
-            e.write_field_begin(TType::I32, 0);
-            e.write_i32(*v);
-        }
-        Reply::I64(v) => {
-            e.write_field_begin(TType::I64, 0);
-            e.write_i64(*v);
-        }
-        Reply::Names(names) => {
-            e.write_field_begin(TType::List, 0);
-            write_binaries(e, names);
-        }
-        Reply::Families(families) => {
-            e.write_field_begin(TType::Map, 0);
-            e.write_map_begin(TType::Binary, TType::Struct, families.len());
-            for (name, descriptor) in families {
-                e.write_binary(name);
-                descriptor.write(e);
-            }
-        }
-        Reply::Regions(items) => {
-            e.write_field_begin(TType::List, 0);
-            write_structs(e, items);
-        }
-        Reply::Rows(items) => {
-            e.write_field_begin(TType::List, 0);
-            write_structs(e, items);
-        }
-        Reply::Cells(items) => {
-            e.write_field_begin(TType::List, 0);
-            write_structs(e, items);
-        }
-    }
-}
-
-/// Writes a `TApplicationException` reply (an unknown method, an internal error).
-pub fn encode_application_exception(
-    e: &mut dyn Encoder,
-    name: &str,
-    seqid: i32,
-    message: &str,
-    kind: i32,
-) {
-    e.write_message_begin(&MessageHeader {
-        name: name.to_string(),
-        kind: MessageType::Exception,
-        seqid,
-    });
-    e.write_struct_begin();
-    e.write_field_begin(TType::Binary, 1);
-    e.write_string(message);
-    e.write_field_begin(TType::I32, 2);
-    e.write_i32(kind);
-    e.write_struct_end();
-}
-
-/// What a reply said: its header and the value or declared exception; a
-/// `TApplicationException` is `Err((message, kind))`.
-pub type DecodedReply = (
-    MessageHeader,
-    std::result::Result<std::result::Result<Reply, HbaseError>, (String, i32)>,
-);
-
-/// Reads a reply (the client side). The value's shape comes from the method named in the
-/// reply's header.
-pub fn decode_reply(d: &mut dyn Decoder) -> Result<DecodedReply> {
-    let header = d.read_message_begin()?;
-    if header.kind == MessageType::Exception {
-        let (mut message, mut kind) = (String::new(), 0);
-        read_fields(d, |d, f| {
-            match (f.id, f.ttype) {
-                (1, TType::Binary) => message = d.read_string()?,
-                (2, TType::I32) => kind = d.read_i32()?,
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        return Ok((header, Err((message, kind))));
-    }
-    let name = header.name.clone();
-    let mut outcome: std::result::Result<Reply, HbaseError> = Ok(Reply::Void);
-    read_fields(d, |d, f| {
-        match (f.id, f.ttype) {
-            (0, TType::Bool) => outcome = Ok(Reply::Bool(d.read_bool()?)),
-            (0, TType::I32) => outcome = Ok(Reply::I32(d.read_i32()?)),
-            (0, TType::I64) => outcome = Ok(Reply::I64(d.read_i64()?)),
-            (0, TType::Map) => {
-                let (_, _, len) = d.read_map_begin()?;
-                let mut families = Vec::with_capacity(len);
-                for _ in 0..len {
-                    families.push((d.read_binary()?, ColumnDescriptor::read(d)?));
-                }
-                d.read_container_end();
-                outcome = Ok(Reply::Families(families));
-            }
-            (0, TType::List) => {
-                outcome = Ok(match name.as_str() {
-                    "getTableNames" => Reply::Names(read_list(d, |d| d.read_binary())?),
-                    "getTableRegions" => Reply::Regions(read_list(d, TRegionInfo::read)?),
-                    "getVer" | "getVerTs" | "append" => Reply::Cells(read_list(d, TCell::read)?),
-                    _ => Reply::Rows(read_list(d, TRowResult::read)?),
-                });
-            }
-            (1..=3, TType::Struct) => {
-                let (mut message, mut can_retry) = (String::new(), false);
-                read_fields(d, |d, g| {
-                    match (g.id, g.ttype) {
-                        (1, TType::Binary) => message = d.read_string()?,
-                        (2, TType::Bool) => can_retry = d.read_bool()?,
-                        _ => return Ok(false),
-                    }
-                    Ok(true)
-                })?;
-                outcome = Err(match f.id {
-                    1 => HbaseError::Io { message, can_retry },
-                    2 => HbaseError::IllegalArgument(message),
-                    _ => HbaseError::AlreadyExists(message),
-                });
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
-    })?;
-    Ok((header, Ok(outcome)))
 }

@@ -3,11 +3,13 @@
 //! alike. See `../shared/research/thrift1-interface.md` for the subset real clients use.
 
 mod calls;
+mod replies;
 mod structs;
 
-pub use calls::{
-    Call, CallError, DecodedReply, HbaseError, INTERNAL_ERROR, Reply, UNKNOWN_METHOD, decode_call,
-    decode_reply, encode_application_exception, encode_reply,
+pub use calls::{Call, CallError, decode_call, prefix_stop_row};
+pub use replies::{
+    DecodedReply, HbaseError, INTERNAL_ERROR, Reply, UNKNOWN_METHOD, decode_reply,
+    encode_application_exception, encode_reply,
 };
 pub use structs::{
     BatchMutation, ColumnDescriptor, Mutation, TAppend, TCell, TColumn, TIncrement, TRegionInfo,

@@ -1,0 +1,103 @@
+//! The handler tests' fixture: a store with table `t` (families `cf`, 3 versions, and `cf2`,
+//! 1 version) behind a [`Handler`], and helpers to write and read it.
+
+#![allow(dead_code, reason = "each test file uses some of these")]
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use keel_region::{RegionServer, ServerOptions};
+use keel_server::{Handler, HandlerOptions};
+use keel_thrift::hbase::{
+    BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TRowResult,
+};
+
+pub(crate) fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+pub(crate) fn put(column: &str, value: &str) -> Mutation {
+    Mutation {
+        is_delete: false,
+        column: b(column),
+        value: Some(b(value)),
+        write_to_wal: true,
+    }
+}
+
+pub(crate) fn delete(column: &str) -> Mutation {
+    Mutation {
+        is_delete: true,
+        column: b(column),
+        value: None,
+        write_to_wal: true,
+    }
+}
+
+pub(crate) struct Fixture {
+    pub(crate) _dir: tempfile::TempDir,
+    pub(crate) handler: Handler,
+}
+
+pub(crate) fn fixture(options: HandlerOptions) -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let handler = Handler::new(server, options);
+    handler
+        .handle(Call::CreateTable {
+            table: b("t"),
+            families: vec![
+                ColumnDescriptor {
+                    name: b("cf:"),
+                    max_versions: 3,
+                    time_to_live: -1,
+                    ..ColumnDescriptor::default()
+                },
+                ColumnDescriptor {
+                    name: b("cf2:"),
+                    max_versions: 1,
+                    ..ColumnDescriptor::default()
+                },
+            ],
+        })
+        .expect("create");
+    Fixture { _dir: dir, handler }
+}
+
+pub(crate) fn mutate(
+    h: &Handler,
+    row: &str,
+    mutations: Vec<Mutation>,
+    timestamp: Option<i64>,
+) -> Result<Reply, HbaseError> {
+    h.handle(Call::MutateRows {
+        table: b("t"),
+        batches: vec![BatchMutation {
+            row: b(row),
+            mutations,
+        }],
+        timestamp,
+    })
+}
+
+pub(crate) fn columns_of(result: &TRowResult) -> Vec<(String, String)> {
+    result
+        .columns
+        .as_ref()
+        .expect("a column map")
+        .iter()
+        .map(|(k, c)| {
+            (
+                String::from_utf8_lossy(k).into_owned(),
+                String::from_utf8_lossy(&c.value).into_owned(),
+            )
+        })
+        .collect()
+}
+
+pub(crate) fn rows(reply: Reply) -> Vec<TRowResult> {
+    match reply {
+        Reply::Rows(rows) => rows,
+        other => panic!("rows expected, got {other:?}"),
+    }
+}
