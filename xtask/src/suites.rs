@@ -79,7 +79,7 @@ const BENCHES: &[Suite] = &[
     },
     Suite {
         name: "server",
-        about: "keel-server over TCP: 16 connections of puts and gets, FastPathRwQueue vs RwQueue",
+        about: "keel-server over TCP vs embedded: gets/puts/scans at 1, 16, 64 connections; bufpool on vs off; (full) fast path vs RW queue",
         package: "keel-server",
         target: "server",
     },

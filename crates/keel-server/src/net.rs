@@ -193,6 +193,11 @@ impl ThriftServer {
         &self.stats
     }
 
+    /// The request buffer pool's counters (pooled vs heap allocations, buffers created).
+    pub fn pool_stats(&self) -> keel_bufpool::PoolStats {
+        self.shared.pool.stats()
+    }
+
     /// The executor (its metrics).
     pub fn executor(&self) -> &Executor {
         &self.executor

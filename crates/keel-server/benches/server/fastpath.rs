@@ -1,46 +1,23 @@
-//! `cargo xtask bench server`: the whole server over TCP — keel-thrift's client, framed binary,
-//! 16 connections each with one call in flight, 50% single-row puts / 50% single-row gets on a
-//! pre-loaded table — once with keel-rpc's FastPathRwQueue executor and once with the plain
-//! RwQueue (read ratio 0.5, 30 handlers), interleaved, 2 rounds (1 with `--quick`). Prints
-//! calls per second and call p99 for each, and the fast-path/plain ratios.
-
-#![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
+//! Whole-server A/B of keel-rpc's executors (full runs only): 16 connections each with one
+//! call in flight, 50% single-row puts / 50% single-row gets on a pre-loaded table, once with
+//! FastPathRwQueue and once with the plain RwQueue (read ratio 0.5), interleaved.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use hdrhistogram::Histogram;
 use keel_region::{RegionServer, ServerOptions};
 use keel_rpc::ExecutorKind;
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
-use keel_testkit::figure;
 use keel_thrift::Client;
-use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Mutation};
+use keel_thrift::hbase::{Call, ColumnDescriptor};
 use keel_thrift::transport::{Protocol, Transport};
 use rand::{Rng, SeedableRng};
 
+use crate::alloc;
+use crate::workload::{ROWS, VALUE, b, get_call, put_call};
+
 const CLIENTS: usize = 16;
-const ROWS: u64 = 10_000;
-
-fn b(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
-
-fn put(row: u64) -> Call {
-    Call::MutateRows {
-        table: b("t"),
-        batches: vec![BatchMutation {
-            row: b(&format!("row{row:06}")),
-            mutations: vec![Mutation {
-                column: b("cf:v"),
-                value: Some(Bytes::from(vec![b'v'; 100])),
-                ..Mutation::default()
-            }],
-        }],
-        timestamp: None,
-    }
-}
 
 struct Outcome {
     calls_per_s: f64,
@@ -70,7 +47,7 @@ fn run(kind: ExecutorKind, seconds: f64) -> Outcome {
         })
         .expect("create");
     for row in 0..ROWS {
-        admin.call(&put(row)).expect("load");
+        admin.call(&put_call(row, 1, VALUE)).expect("load");
     }
     let until = Instant::now() + Duration::from_secs_f64(seconds);
     let started = Instant::now();
@@ -78,6 +55,7 @@ fn run(kind: ExecutorKind, seconds: f64) -> Outcome {
         let handles: Vec<_> = (0..CLIENTS)
             .map(|c| {
                 s.spawn(move || {
+                    alloc::not_counted();
                     let mut client = Client::connect(address, Transport::Framed, Protocol::Binary)
                         .expect("connect");
                     let mut rng = rand::rngs::StdRng::seed_from_u64(c as u64);
@@ -87,14 +65,9 @@ fn run(kind: ExecutorKind, seconds: f64) -> Outcome {
                     while Instant::now() < until {
                         let row = rng.random_range(0..ROWS);
                         let call = if rng.random_bool(0.5) {
-                            put(row)
+                            put_call(row, 1, VALUE)
                         } else {
-                            Call::GetRows {
-                                table: b("t"),
-                                rows: vec![b(&format!("row{row:06}"))],
-                                columns: None,
-                                timestamp: None,
-                            }
+                            get_call(row)
                         };
                         let began = Instant::now();
                         client.call(&call).expect("call");
@@ -124,11 +97,10 @@ fn run(kind: ExecutorKind, seconds: f64) -> Outcome {
     }
 }
 
-fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let (seconds, rounds) = if quick { (2.0, 1) } else { (8.0, 2) };
+/// Runs the comparison and returns (fast-path calls/s, throughput ratio, p99 ratio).
+pub(crate) fn compare(seconds: f64, rounds: usize) -> (f64, f64, f64) {
     println!(
-        "server: {CLIENTS} connections, framed binary, 50% put / 50% get over {ROWS} rows, {seconds} s per run, {rounds} round(s)"
+        "fast path vs plain RW queue: {CLIENTS} connections, 50% put / 50% get over {ROWS} rows, {seconds} s per run, {rounds} round(s)"
     );
     let mut fast = Vec::new();
     let mut plain = Vec::new();
@@ -158,20 +130,9 @@ fn main() {
     let fast_p99 = mean(&fast, |o| o.p99_us);
     let plain_p99 = mean(&plain, |o| o.p99_us);
     println!(
-        "fast path vs plain RW queue: throughput {:.3}, p99 {:.3}",
+        "  fast path vs plain RW queue: throughput {:.3}, p99 {:.3}",
         fast_rate / plain_rate,
         fast_p99 / plain_p99
     );
-    println!("{}", figure("server_calls_per_s", fast_rate));
-    println!(
-        "{}",
-        figure(
-            "server_fastpath_vs_rwqueue_throughput",
-            fast_rate / plain_rate
-        )
-    );
-    println!(
-        "{}",
-        figure("server_fastpath_vs_rwqueue_p99", fast_p99 / plain_p99)
-    );
+    (fast_rate, fast_rate / plain_rate, fast_p99 / plain_p99)
 }
