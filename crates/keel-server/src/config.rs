@@ -35,6 +35,15 @@ pub struct Settings {
     pub scanner_lease: Duration,
     /// `keel.max.connections` (1 000).
     pub max_connections: usize,
+    /// `hbase.thrift.server.socket.read.timeout` in ms (60 000): a request begun must arrive
+    /// whole within it.
+    pub request_timeout: Duration,
+    /// `hbase.thrift.connection.max-idletime` in ms (600 000): an idle connection is closed.
+    pub idle_timeout: Duration,
+    /// `keel.max.open.scanners` (10 000).
+    pub max_open_scanners: usize,
+    /// `hbase.server.allocator.pool.enabled` (true): request buffers from keel-bufpool.
+    pub pool_enabled: bool,
 }
 
 impl Default for Settings {
@@ -52,6 +61,10 @@ impl Default for Settings {
             max_frame: 16 << 20,
             scanner_lease: Duration::from_secs(60),
             max_connections: 1000,
+            request_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(600),
+            max_open_scanners: 10_000,
+            pool_enabled: true,
         }
     }
 }
@@ -120,6 +133,18 @@ impl Settings {
                     self.scanner_lease = Duration::from_millis(int()? as u64);
                 }
                 "keel.max.connections" => self.max_connections = int()? as usize,
+                "hbase.thrift.server.socket.read.timeout" => {
+                    self.request_timeout = Duration::from_millis(int()? as u64);
+                }
+                "hbase.thrift.connection.max-idletime" => {
+                    self.idle_timeout = Duration::from_millis(int()? as u64);
+                }
+                "keel.max.open.scanners" => self.max_open_scanners = int()? as usize,
+                "hbase.server.allocator.pool.enabled" => {
+                    self.pool_enabled = value
+                        .as_bool()
+                        .ok_or_else(|| format!("{key}: expected true or false, got {value}"))?;
+                }
                 _ => return Err(format!("keel.toml: unknown key {key}")),
             }
         }
@@ -145,6 +170,9 @@ mod tests {
 
             [hbase.regionserver.thrift]
             port = 19090
+
+            [hbase.server.allocator.pool]
+            enabled = false
             "#,
         )
         .expect("valid");
@@ -153,6 +181,7 @@ mod tests {
         assert_eq!(s.flush_size, 1 << 20);
         assert_eq!(s.listen.port(), 19090);
         assert_eq!(s.data_dir, PathBuf::from("/tmp/x"));
+        assert!(!s.pool_enabled);
         let unknown = Settings::default()
             .apply_toml("\"hbase.made.up\" = 1")
             .expect_err("unknown");

@@ -12,6 +12,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use keel_region::{RegionServer, ServerOptions};
@@ -59,6 +60,33 @@ struct Serve {
     /// Largest request frame, bytes (16 MiB).
     #[arg(long)]
     max_frame: Option<usize>,
+    /// `hbase.ipc.server.callqueue.handler.factor` (0.1).
+    #[arg(long)]
+    handler_factor: Option<f64>,
+    /// `hbase.hregion.memstore.block.multiplier` (4).
+    #[arg(long)]
+    block_multiplier: Option<u64>,
+    /// `hbase.hstore.blockingStoreFiles` (16).
+    #[arg(long)]
+    blocking_store_files: Option<usize>,
+    /// `hbase.client.scanner.timeout.period`, ms (60 000).
+    #[arg(long)]
+    scanner_lease_ms: Option<u64>,
+    /// `keel.max.connections` (1 000).
+    #[arg(long)]
+    max_connections: Option<usize>,
+    /// `hbase.thrift.server.socket.read.timeout`, ms (60 000).
+    #[arg(long)]
+    request_timeout_ms: Option<u64>,
+    /// `hbase.thrift.connection.max-idletime`, ms (600 000).
+    #[arg(long)]
+    idle_timeout_ms: Option<u64>,
+    /// `keel.max.open.scanners` (10 000).
+    #[arg(long)]
+    max_open_scanners: Option<usize>,
+    /// `hbase.server.allocator.pool.enabled` (true).
+    #[arg(long)]
+    pool_enabled: Option<bool>,
 }
 
 fn settings(args: &Serve) -> Result<Settings, String> {
@@ -68,26 +96,35 @@ fn settings(args: &Serve) -> Result<Settings, String> {
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         s.apply_toml(&text)?;
     }
-    if let Some(v) = args.listen {
-        s.listen = v;
-    }
     if let Some(v) = &args.data_dir {
         s.data_dir.clone_from(v);
     }
-    if let Some(v) = args.handler_count {
-        s.handler_count = v;
+    // Each flag given replaces the setting (converted `via` a function where units differ).
+    macro_rules! flags {
+        ($($flag:ident => $field:ident $(via $map:expr)?),* $(,)?) => {
+            $(if let Some(v) = args.$flag {
+                s.$field = flags!(@convert v $(, $map)?);
+            })*
+        };
+        (@convert $v:ident) => { $v };
+        (@convert $v:ident, $map:expr) => { ($map)($v) };
     }
-    if let Some(v) = args.read_ratio {
-        s.read_ratio = v;
-    }
-    if let Some(v) = args.scan_ratio {
-        s.scan_ratio = v;
-    }
-    if let Some(v) = args.flush_size {
-        s.flush_size = v;
-    }
-    if let Some(v) = args.max_frame {
-        s.max_frame = v;
+    flags! {
+        listen => listen,
+        handler_count => handler_count,
+        handler_factor => handler_factor,
+        read_ratio => read_ratio,
+        scan_ratio => scan_ratio,
+        flush_size => flush_size,
+        block_multiplier => block_multiplier,
+        blocking_store_files => blocking_store_files,
+        max_frame => max_frame,
+        scanner_lease_ms => scanner_lease via Duration::from_millis,
+        max_connections => max_connections,
+        request_timeout_ms => request_timeout via Duration::from_millis,
+        idle_timeout_ms => idle_timeout via Duration::from_millis,
+        max_open_scanners => max_open_scanners,
+        pool_enabled => pool_enabled,
     }
     Ok(s)
 }
@@ -107,6 +144,7 @@ fn serve(args: &Serve) -> Result<(), String> {
         HandlerOptions {
             port: i32::from(s.listen.port()),
             scanner_lease: s.scanner_lease,
+            max_open_scanners: s.max_open_scanners,
             ..HandlerOptions::default()
         },
     ));
@@ -114,8 +152,14 @@ fn serve(args: &Serve) -> Result<(), String> {
         listen: s.listen,
         max_frame: s.max_frame,
         max_connections: s.max_connections,
+        request_timeout: s.request_timeout,
+        idle_timeout: s.idle_timeout,
         ..NetOptions::default()
     };
+    if !s.pool_enabled {
+        // Every request buffer from the heap, as HBase with the allocator pool disabled.
+        options.pool.min_allocate_size = usize::MAX;
+    }
     options.rpc.handler_count = s.handler_count;
     options.rpc.handler_factor = s.handler_factor;
     options.rpc.read_ratio = s.read_ratio;
@@ -134,6 +178,10 @@ fn serve(args: &Serve) -> Result<(), String> {
         max_frame = s.max_frame,
         flush_size = s.flush_size,
         max_connections = s.max_connections,
+        request_timeout = ?s.request_timeout,
+        idle_timeout = ?s.idle_timeout,
+        max_open_scanners = s.max_open_scanners,
+        pool = s.pool_enabled,
         "keel serving (Thrift1: buffered or framed, binary or compact)"
     );
     let _ = stop_rx.recv();

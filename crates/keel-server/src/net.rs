@@ -10,7 +10,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes};
 use keel_bufpool::{BufferPool, PoolOptions};
@@ -35,8 +35,13 @@ pub struct NetOptions {
     pub max_frame: usize,
     /// Connections served at once; more are refused (closed at once).
     pub max_connections: usize,
-    /// A connection idle this long is closed.
+    /// A connection idle (between requests) this long is closed. HBase
+    /// `hbase.thrift.connection.max-idletime` (10 minutes).
     pub idle_timeout: Duration,
+    /// Once a request's first bytes have arrived, the rest must arrive within this time, or the
+    /// connection is closed: a client trickling bytes cannot hold a reader forever. HBase
+    /// `hbase.thrift.server.socket.read.timeout` (60 s).
+    pub request_timeout: Duration,
     /// The executor's layout (handlers, queues, read and scan shares; HBase's keys).
     pub rpc: RpcOptions,
     /// The request buffer pool.
@@ -50,6 +55,7 @@ impl Default for NetOptions {
             max_frame: 16 << 20,
             max_connections: 1000,
             idle_timeout: Duration::from_secs(600),
+            request_timeout: Duration::from_secs(60),
             rpc: RpcOptions::default(),
             pool: PoolOptions::default(),
         }
@@ -94,6 +100,8 @@ struct LimitLogs {
     connections: LogEvery,
     malformed: LogEvery,
     rejected: LogEvery,
+    slow: LogEvery,
+    idle: LogEvery,
 }
 
 /// Counters of the network side.
@@ -109,6 +117,10 @@ pub struct NetStats {
     pub rejected: AtomicU64,
     /// Malformed or oversized requests (the connection was closed).
     pub malformed: AtomicU64,
+    /// Requests that did not arrive whole within the request timeout (closed).
+    pub slow_requests: AtomicU64,
+    /// Connections closed after the idle timeout.
+    pub idle_closed: AtomicU64,
 }
 
 /// A running server.
@@ -378,10 +390,92 @@ impl Task for Work {
     }
 }
 
+/// A connection's reading side, with its two clocks: between requests the idle timeout; once a
+/// request has begun, the rest of it must come within the request timeout.
+struct Reader<'a> {
+    socket: TcpStream,
+    shared: &'a Shared,
+    /// When the request being read began (`None` between requests).
+    began: Option<Instant>,
+    /// The read timeout set on the socket now (changed only when it must be, as it costs a
+    /// system call).
+    timeout: Duration,
+}
+
+impl Reader<'_> {
+    /// Reads what has arrived into `buf` (0: the client closed). `mid_request`: bytes of the
+    /// current request are already in hand.
+    fn read(&mut self, buf: &mut [u8], mid_request: bool) -> std::io::Result<usize> {
+        let timeout = if mid_request {
+            let began = *self.began.get_or_insert_with(Instant::now);
+            match self
+                .shared
+                .options
+                .request_timeout
+                .checked_sub(began.elapsed())
+            {
+                Some(left) if !left.is_zero() => left,
+                _ => return Err(self.timed_out(true)),
+            }
+        } else {
+            self.began = None;
+            self.shared.options.idle_timeout
+        };
+        // A re-armed request timeout only ever shrinks; re-arm when it shrank noticeably.
+        if timeout != self.timeout
+            && (timeout > self.timeout || self.timeout - timeout > Duration::from_millis(10))
+        {
+            self.socket.set_read_timeout(Some(timeout))?;
+            self.timeout = timeout;
+        }
+        match self.socket.read(buf) {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(self.timed_out(mid_request))
+            }
+            other => other,
+        }
+    }
+
+    /// Counts and (once per interval) logs a timeout; the connection is then closed.
+    fn timed_out(&self, mid_request: bool) -> std::io::Error {
+        let stats = &self.shared.stats;
+        if mid_request {
+            stats.slow_requests.fetch_add(1, Ordering::Relaxed);
+            if let Some(n) = self.shared.logs.slow.due() {
+                tracing::warn!(
+                    timeout = ?self.shared.options.request_timeout,
+                    closed = n,
+                    "closing connections whose request did not arrive in time"
+                );
+            }
+        } else {
+            stats.idle_closed.fetch_add(1, Ordering::Relaxed);
+            if let Some(n) = self.shared.logs.idle.due() {
+                tracing::info!(
+                    timeout = ?self.shared.options.idle_timeout,
+                    closed = n,
+                    "closing idle connections"
+                );
+            }
+        }
+        std::io::Error::from(std::io::ErrorKind::TimedOut)
+    }
+}
+
 fn serve_connection(socket: TcpStream, id: u64, shared: &Shared) -> std::io::Result<()> {
     socket.set_nodelay(true)?;
     socket.set_read_timeout(Some(shared.options.idle_timeout))?;
-    let mut reader = socket.try_clone()?;
+    let mut reader = Reader {
+        socket: socket.try_clone()?,
+        shared,
+        began: None,
+        timeout: shared.options.idle_timeout,
+    };
     let mut writer = BufWriter::new(socket);
     let mut pending: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
@@ -399,7 +493,7 @@ fn serve_connection(socket: TcpStream, id: u64, shared: &Shared) -> std::io::Res
                     k
                 }
                 Ok(None) => {
-                    let n = reader.read(&mut chunk)?;
+                    let n = reader.read(&mut chunk, !pending.is_empty())?;
                     if n == 0 {
                         return Ok(());
                     }
@@ -416,7 +510,7 @@ fn serve_connection(socket: TcpStream, id: u64, shared: &Shared) -> std::io::Res
         let message: Bytes = match transport {
             Transport::Framed => {
                 while pending.len() < 4 {
-                    let n = reader.read(&mut chunk)?;
+                    let n = reader.read(&mut chunk, !pending.is_empty())?;
                     if n == 0 {
                         return Ok(());
                     }
@@ -457,7 +551,7 @@ fn serve_connection(socket: TcpStream, id: u64, shared: &Shared) -> std::io::Res
                 let mut left = len - have;
                 while left > 0 {
                     let want = left.min(chunk.len());
-                    let n = reader.read(&mut chunk[..want])?;
+                    let n = reader.read(&mut chunk[..want], true)?;
                     if n == 0 {
                         return Ok(());
                     }
@@ -477,7 +571,7 @@ fn serve_connection(socket: TcpStream, id: u64, shared: &Shared) -> std::io::Res
                             malformed(shared, MALFORMED);
                             return Ok(());
                         }
-                        let n = reader.read(&mut chunk)?;
+                        let n = reader.read(&mut chunk, !pending.is_empty())?;
                         if n == 0 {
                             return Ok(());
                         }

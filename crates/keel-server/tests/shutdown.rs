@@ -245,7 +245,7 @@ fn sigkill_under_a_write_load_loses_no_acknowledged_write() {
                 assert_eq!(&result.row, row);
                 let columns = result.columns.as_ref().expect("columns");
                 assert_eq!(columns.len(), 3, "{row:?}: a row is all or nothing");
-                assert!(columns.iter().all(|(_, cell)| &cell.value == value));
+                assert!(columns.iter().all(|(_, cell)| cell.value == value));
             }
         }
         // The counter holds every acknowledged increment, and at most the one in flight more.
