@@ -151,12 +151,15 @@ fn installed(probe: &[&str], skip_message: &str) -> bool {
 
 /// `cargo xtask fuzz <name>`: cargo-fuzz targets, as (name, crate directory, fuzz target).
 /// The fourth field is a seed corpus directory within the crate: valid inputs to mutate from.
-const FUZZ: &[(&str, &str, &str, &str)] = &[(
-    "storefile",
-    "crates/keel-storefile",
-    "open_and_read",
-    "fixtures",
-)];
+const FUZZ: &[(&str, &str, &str, &str)] = &[
+    (
+        "storefile",
+        "crates/keel-storefile",
+        "open_and_read",
+        "fixtures",
+    ),
+    ("thrift", "crates/keel-thrift", "decode", "fuzz/seeds"),
+];
 
 /// Fuzzes one target for `seconds` with cargo-fuzz, or says why it cannot: cargo-fuzz and a
 /// nightly toolchain are optional on a fresh machine, so their absence is a skip (exit 0). The
@@ -176,6 +179,11 @@ pub(crate) fn fuzz(name: &str, seconds: u32) -> Result<(), String> {
     ) {
         return Ok(());
     }
+    // libFuzzer wants its corpus directory to exist (it is git-ignored, so a fresh clone has
+    // none).
+    let crate_dir = crate::cmd::workspace_root().join(dir);
+    std::fs::create_dir_all(crate_dir.join("fuzz/corpus").join(target))
+        .map_err(|e| format!("creating the fuzz corpus directory: {e}"))?;
     let mut command = std::process::Command::new("cargo");
     command
         .args([
@@ -188,7 +196,7 @@ pub(crate) fn fuzz(name: &str, seconds: u32) -> Result<(), String> {
             "--",
             &format!("-max_total_time={seconds}"),
         ])
-        .current_dir(crate::cmd::workspace_root().join(dir));
+        .current_dir(crate_dir);
     run(command)
 }
 
