@@ -60,6 +60,10 @@ pub enum Failure {
     ShuttingDown,
     /// [`Task::run`] panicked; the message of the panic, when it had one.
     Panicked(String),
+    /// [`crate::Executor::dispatch`] refused it. The executor never sends this itself (the
+    /// dispatcher gets the call back in [`crate::Rejected`]); a dispatcher whose task answers
+    /// its own client passes it on with `rejected.call.fail(Failure::Refused(rejected.reason))`.
+    Refused(crate::RejectReason),
 }
 
 /// Facts about a call at the moment a handler starts it.

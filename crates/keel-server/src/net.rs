@@ -2,28 +2,29 @@
 //! framed and binary from compact by the first bytes, reads each framed request into a
 //! keel-bufpool buffer, decodes it (keel-thrift), classifies it and queues it on keel-rpc's
 //! executor — mutations on the write queues, scanner calls on the scan queues, other reads on
-//! the read queues, admin calls on the priority pool — and writes the reply back. Clients such
-//! as happybase keep one request in flight per connection, so replies go out in order.
+//! the read queues, admin calls on the priority pool. The handler that runs a call writes its
+//! reply to the socket itself, in request order (`dispatch::Replies`).
+//!
+//! Threads rather than an event loop, by measurement (`cargo xtask bench server`, part 3): with
+//! handlers writing their own replies, a thread per connection served 1.2× the gets per second
+//! of a single-thread mio loop at 16 and 64 connections and matched it on puts; the loop had
+//! the lower single-connection latency. See `docs/server.md`.
 
-use std::io::{BufWriter, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bytes::{BufMut, Bytes};
 use keel_bufpool::{BufferPool, PoolOptions};
-use keel_rpc::{CallClass, Executor, Failure, RpcOptions, RunInfo, ShutdownMode, Task};
-use keel_thrift::hbase::{
-    Call, CallError, HbaseError, INTERNAL_ERROR, UNKNOWN_METHOD, decode_call,
-    encode_application_exception, encode_reply,
-};
-use keel_thrift::transport::{Protocol, Transport, detect, frame_len};
-use keel_thrift::{BinaryDecoder, BinaryEncoder, CompactDecoder, CompactEncoder, Decoder, Encoder};
-use keel_thrift::{Limits, MessageHeader};
+use keel_rpc::{Executor, RpcOptions, ShutdownMode};
 
 use crate::Handler;
+
+mod connection;
+mod dispatch;
+
+use connection::serve_connection;
 
 /// How the server listens and what it accepts.
 #[derive(Debug, Clone)]
@@ -273,7 +274,7 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 let spawned = std::thread::Builder::new()
                     .name("keel-conn".to_string())
                     .spawn(move || {
-                        let _ = serve_connection(socket, id, &conn);
+                        serve_connection(socket, id, &conn);
                         // Its scanners go with it.
                         conn.handler.close_connection(id);
                         conn.sockets.lock().remove(&id);
@@ -300,366 +301,5 @@ fn malformed(shared: &Shared, what: &str) {
     shared.stats.malformed.fetch_add(1, Ordering::Relaxed);
     if let Some(n) = shared.logs.malformed.due() {
         tracing::warn!(closed = n, "closing connections that sent {what}");
-    }
-}
-
-fn class_of(call: &Call) -> CallClass {
-    match call {
-        Call::MutateRows { .. }
-        | Call::AtomicIncrement { .. }
-        | Call::IncrementRows { .. }
-        | Call::Append { .. }
-        | Call::DeleteAll { .. }
-        | Call::CheckAndPut { .. } => CallClass::Write,
-        Call::ScannerOpen { .. } | Call::ScannerGet { .. } | Call::ScannerClose { .. } => {
-            CallClass::Scan
-        }
-        Call::GetRows { .. } | Call::GetVersions { .. } | Call::GetRowOrBefore { .. } => {
-            CallClass::Read
-        }
-        _ => CallClass::Priority,
-    }
-}
-
-fn encoder(protocol: Protocol) -> Box<dyn Encoder> {
-    match protocol {
-        Protocol::Binary => Box::new(BinaryEncoder::new()),
-        Protocol::Compact => Box::new(CompactEncoder::new()),
-    }
-}
-
-fn decoder(protocol: Protocol, bytes: Bytes) -> Box<dyn Decoder> {
-    match protocol {
-        Protocol::Binary => Box::new(BinaryDecoder::new(bytes, Limits::default())),
-        Protocol::Compact => Box::new(CompactDecoder::new(bytes, Limits::default())),
-    }
-}
-
-/// One call on a handler thread: run it, encode the reply, hand it back to the connection.
-struct Work {
-    connection: u64,
-    handler: Arc<Handler>,
-    call: Option<Call>,
-    header: MessageHeader,
-    protocol: Protocol,
-    reply: crossbeam_channel::Sender<Vec<u8>>,
-}
-
-impl Work {
-    fn answer(&mut self, result: &Result<keel_thrift::hbase::Reply, HbaseError>) {
-        let mut e = encoder(self.protocol);
-        encode_reply(&mut *e, &self.header.name, self.header.seqid, result);
-        let _ = self.reply.send(e.take());
-    }
-}
-
-impl Task for Work {
-    fn run(&mut self, _info: &RunInfo) {
-        if let Some(call) = self.call.take() {
-            let result = self.handler.handle_on(self.connection, call);
-            self.answer(&result);
-        }
-    }
-
-    fn fail(&mut self, failure: Failure) {
-        let message = match failure {
-            Failure::Panicked(what) => {
-                let mut e = encoder(self.protocol);
-                encode_application_exception(
-                    &mut *e,
-                    &self.header.name,
-                    self.header.seqid,
-                    &format!("internal error: {what}"),
-                    INTERNAL_ERROR,
-                );
-                let _ = self.reply.send(e.take());
-                return;
-            }
-            Failure::TimedOut { waited } => {
-                format!("CallDroppedException: waited {waited:?} in the call queue")
-            }
-            Failure::Dropped { waited } => {
-                format!("CallDroppedException: dropped after {waited:?} in an overloaded queue")
-            }
-            Failure::ShuttingDown => "the server is shutting down".to_string(),
-        };
-        self.answer(&Err(HbaseError::Io {
-            message,
-            can_retry: true,
-        }));
-    }
-}
-
-/// A connection's reading side, with its two clocks: between requests the idle timeout; once a
-/// request has begun, the rest of it must come within the request timeout.
-struct Reader<'a> {
-    socket: TcpStream,
-    shared: &'a Shared,
-    /// When the request being read began (`None` between requests).
-    began: Option<Instant>,
-    /// The read timeout set on the socket now (changed only when it must be, as it costs a
-    /// system call).
-    timeout: Duration,
-}
-
-impl Reader<'_> {
-    /// Reads what has arrived into `buf` (0: the client closed). `mid_request`: bytes of the
-    /// current request are already in hand.
-    fn read(&mut self, buf: &mut [u8], mid_request: bool) -> std::io::Result<usize> {
-        let timeout = if mid_request {
-            let began = *self.began.get_or_insert_with(Instant::now);
-            match self
-                .shared
-                .options
-                .request_timeout
-                .checked_sub(began.elapsed())
-            {
-                Some(left) if !left.is_zero() => left,
-                _ => return Err(self.timed_out(true)),
-            }
-        } else {
-            self.began = None;
-            self.shared.options.idle_timeout
-        };
-        // A re-armed request timeout only ever shrinks; re-arm when it shrank noticeably.
-        if timeout != self.timeout
-            && (timeout > self.timeout || self.timeout - timeout > Duration::from_millis(10))
-        {
-            self.socket.set_read_timeout(Some(timeout))?;
-            self.timeout = timeout;
-        }
-        match self.socket.read(buf) {
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                Err(self.timed_out(mid_request))
-            }
-            other => other,
-        }
-    }
-
-    /// Counts and (once per interval) logs a timeout; the connection is then closed.
-    fn timed_out(&self, mid_request: bool) -> std::io::Error {
-        let stats = &self.shared.stats;
-        if mid_request {
-            stats.slow_requests.fetch_add(1, Ordering::Relaxed);
-            if let Some(n) = self.shared.logs.slow.due() {
-                tracing::warn!(
-                    timeout = ?self.shared.options.request_timeout,
-                    closed = n,
-                    "closing connections whose request did not arrive in time"
-                );
-            }
-        } else {
-            stats.idle_closed.fetch_add(1, Ordering::Relaxed);
-            if let Some(n) = self.shared.logs.idle.due() {
-                tracing::info!(
-                    timeout = ?self.shared.options.idle_timeout,
-                    closed = n,
-                    "closing idle connections"
-                );
-            }
-        }
-        std::io::Error::from(std::io::ErrorKind::TimedOut)
-    }
-}
-
-fn serve_connection(socket: TcpStream, id: u64, shared: &Shared) -> std::io::Result<()> {
-    socket.set_nodelay(true)?;
-    socket.set_read_timeout(Some(shared.options.idle_timeout))?;
-    let mut reader = Reader {
-        socket: socket.try_clone()?,
-        shared,
-        began: None,
-        timeout: shared.options.idle_timeout,
-    };
-    let mut writer = BufWriter::new(socket);
-    let mut pending: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
-    let mut kind: Option<(Transport, Protocol)> = None;
-    loop {
-        if shared.stop.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        // Which transport and protocol: from the first bytes.
-        let (transport, protocol) = match kind {
-            Some(k) => k,
-            None => match detect(&pending) {
-                Ok(Some(k)) => {
-                    kind = Some(k);
-                    k
-                }
-                Ok(None) => {
-                    let n = reader.read(&mut chunk, !pending.is_empty())?;
-                    if n == 0 {
-                        return Ok(());
-                    }
-                    pending.extend_from_slice(&chunk[..n]);
-                    continue;
-                }
-                Err(_) => {
-                    malformed(shared, MALFORMED);
-                    return Ok(());
-                }
-            },
-        };
-        // One whole request.
-        let message: Bytes = match transport {
-            Transport::Framed => {
-                while pending.len() < 4 {
-                    let n = reader.read(&mut chunk, !pending.is_empty())?;
-                    if n == 0 {
-                        return Ok(());
-                    }
-                    pending.extend_from_slice(&chunk[..n]);
-                }
-                let len = match frame_len(
-                    [pending[0], pending[1], pending[2], pending[3]],
-                    shared.options.max_frame,
-                ) {
-                    Ok(len) => len,
-                    Err(e) => {
-                        malformed(shared, MALFORMED);
-                        let mut out = encoder(protocol);
-                        encode_application_exception(
-                            &mut *out,
-                            "",
-                            0,
-                            &e.to_string(),
-                            INTERNAL_ERROR,
-                        );
-                        let reply = out.take();
-                        writer.write_all(&(reply.len() as u32).to_be_bytes())?;
-                        writer.write_all(&reply)?;
-                        writer.flush()?;
-                        return Ok(());
-                    }
-                };
-                pending.drain(..4);
-                // The frame goes into a pooled buffer (HBASE-14490): what is already here,
-                // then the rest straight from the socket.
-                let mut buf = shared
-                    .pool
-                    .allocate(len)
-                    .map_err(|e| std::io::Error::other(e.to_string()))?;
-                let have = pending.len().min(len);
-                buf.put_slice(&pending[..have]);
-                pending.drain(..have);
-                let mut left = len - have;
-                while left > 0 {
-                    let want = left.min(chunk.len());
-                    let n = reader.read(&mut chunk[..want], true)?;
-                    if n == 0 {
-                        return Ok(());
-                    }
-                    buf.put_slice(&chunk[..n]);
-                    left -= n;
-                }
-                buf.freeze().into_contiguous()
-            }
-            Transport::Buffered => {
-                // Decode what has arrived; on `Incomplete` read more.
-                let bytes = Bytes::from(std::mem::take(&mut pending));
-                let mut d = decoder(protocol, bytes.clone());
-                match decode_call(&mut *d) {
-                    Err(CallError::Wire(e)) if e.is_incomplete() => {
-                        pending = bytes.to_vec();
-                        if pending.len() > shared.options.max_frame {
-                            malformed(shared, MALFORMED);
-                            return Ok(());
-                        }
-                        let n = reader.read(&mut chunk, !pending.is_empty())?;
-                        if n == 0 {
-                            return Ok(());
-                        }
-                        pending.extend_from_slice(&chunk[..n]);
-                        continue;
-                    }
-                    _ => {
-                        let used = d.position();
-                        pending = bytes[used..].to_vec();
-                        bytes.slice(..used)
-                    }
-                }
-            }
-        };
-        let reply = respond(shared, id, protocol, message);
-        let Some(reply) = reply else {
-            malformed(shared, "a malformed request");
-            return Ok(());
-        };
-        if transport == Transport::Framed {
-            writer.write_all(&(reply.len() as u32).to_be_bytes())?;
-        }
-        writer.write_all(&reply)?;
-        writer.flush()?;
-    }
-}
-
-/// Decodes one request and returns its encoded reply; `None` if it is malformed (the
-/// connection is then closed: its byte stream can no longer be trusted).
-fn respond(
-    shared: &Shared,
-    connection: u64,
-    protocol: Protocol,
-    message: Bytes,
-) -> Option<Vec<u8>> {
-    let size = message.len() as u64;
-    let mut d = decoder(protocol, message);
-    let (header, call) = match decode_call(&mut *d) {
-        Ok(decoded) => decoded,
-        Err(CallError::UnknownMethod(header)) => {
-            let mut e = encoder(protocol);
-            encode_application_exception(
-                &mut *e,
-                &header.name,
-                header.seqid,
-                &format!("Invalid method name: '{}'", header.name),
-                UNKNOWN_METHOD,
-            );
-            return Some(e.take());
-        }
-        Err(CallError::Wire(_)) => return None,
-    };
-    shared.stats.requests.fetch_add(1, Ordering::Relaxed);
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    let class = class_of(&call);
-    let work = Work {
-        connection,
-        handler: Arc::clone(&shared.handler),
-        call: Some(call),
-        header: header.clone(),
-        protocol,
-        reply: tx,
-    };
-    match shared
-        .executor
-        .dispatch(keel_rpc::Call::new(class, work).with_size(size))
-    {
-        Ok(()) => rx.recv().ok(),
-        Err(rejected) => {
-            shared.stats.rejected.fetch_add(1, Ordering::Relaxed);
-            if let Some(n) = shared.logs.rejected.due() {
-                tracing::warn!(
-                    reason = %rejected.reason,
-                    rejected = n,
-                    "call queue full: refusing calls (CallQueueTooBigException)"
-                );
-            }
-            let mut e = encoder(protocol);
-            encode_reply(
-                &mut *e,
-                &header.name,
-                header.seqid,
-                &Err(HbaseError::Io {
-                    message: format!("CallQueueTooBigException: {}", rejected.reason),
-                    can_retry: true,
-                }),
-            );
-            Some(e.take())
-        }
     }
 }

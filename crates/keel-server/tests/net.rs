@@ -1,5 +1,5 @@
 //! The server over TCP with keel-thrift's client: every transport and protocol, many
-//! connections at once, unknown methods, malformed and oversized requests.
+//! connections at once, unknown methods, malformed and oversized requests, pipelined requests.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -232,6 +232,74 @@ fn a_dropped_connection_frees_its_scanners() {
             "the scanners outlived their connection"
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    server.shutdown();
+}
+
+/// A client that pipelines (several requests written before reading) gets its replies in
+/// request order, though the calls go to different pools and the first is the slowest.
+#[test]
+fn pipelined_requests_are_answered_in_order() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), 16 << 20);
+    let address = server.local_addr();
+    let mut c = Client::connect(address, Transport::Framed, Protocol::Binary).expect("connect");
+    c.call(&Call::CreateTable {
+        table: b("t"),
+        families: vec![ColumnDescriptor {
+            name: b("cf:"),
+            ..ColumnDescriptor::default()
+        }],
+    })
+    .expect("create");
+    let rows: Vec<Bytes> = (0..3000).map(|i| b(&format!("r{i:05}"))).collect();
+    c.call(&Call::MutateRows {
+        table: b("t"),
+        batches: rows
+            .iter()
+            .map(|row| BatchMutation {
+                row: row.clone(),
+                mutations: vec![Mutation {
+                    column: b("cf:v"),
+                    value: Some(Bytes::from(vec![b'v'; 100])),
+                    ..Mutation::default()
+                }],
+            })
+            .collect(),
+        timestamp: None,
+    })
+    .expect("load");
+    let calls = [
+        Call::GetRows {
+            table: b("t"),
+            rows,
+            columns: None,
+            timestamp: None,
+        },
+        Call::GetTableNames,
+        Call::IsTableEnabled { table: b("t") },
+        Call::GetTableNames,
+    ];
+    let mut socket = TcpStream::connect(address).expect("connect");
+    let mut requests = Vec::new();
+    for (seqid, call) in calls.iter().enumerate() {
+        let mut e = keel_thrift::BinaryEncoder::new();
+        call.encode(&mut e, seqid as i32 + 1);
+        let body = keel_thrift::Encoder::take(&mut e);
+        requests.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        requests.extend_from_slice(&body);
+    }
+    socket.write_all(&requests).expect("all requests at once");
+    for expected in 1..=calls.len() as i32 {
+        let mut prefix = [0u8; 4];
+        socket.read_exact(&mut prefix).expect("a reply");
+        let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
+        socket.read_exact(&mut body).expect("a reply");
+        let mut d =
+            keel_thrift::BinaryDecoder::new(Bytes::from(body), keel_thrift::Limits::default());
+        let (header, outcome) = keel_thrift::hbase::decode_reply(&mut d).expect("a reply");
+        assert_eq!(header.seqid, expected, "replies in request order");
+        assert!(matches!(outcome, Ok(Ok(_))), "{outcome:?}");
     }
     server.shutdown();
 }

@@ -9,13 +9,17 @@
 //!    ≈16 KiB request, which a pooled buffer holds), with the pool and with every request buffer
 //!    on the heap; the server's heap allocations (count and bytes, client threads excluded) per
 //!    request, interleaved rounds.
-//! 3. Full runs only: FastPathRwQueue vs RwQueue under a 50/50 put/get load (`fastpath.rs`).
+//! 3. The reader side chosen by measurement: keel-server's thread per connection against a
+//!    single-thread mio event loop (`event_loop.rs`) over the same handler and executor, gets
+//!    and puts at 1, 16 and 64 connections.
+//! 4. Full runs only: FastPathRwQueue vs RwQueue under a 50/50 put/get load (`fastpath.rs`).
 //!
 //! `--quick` shortens every run (under a minute in all).
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
 mod alloc;
+mod event_loop;
 mod fastpath;
 mod workload;
 
@@ -195,6 +199,36 @@ fn workload_big_puts(address: std::net::SocketAddr, seconds: f64) -> u64 {
     })
 }
 
+/// Part 3: returns event loop ÷ threads, gets per second at 64 connections.
+fn threads_vs_event_loop(seconds: f64) -> f64 {
+    let threads = start(PoolOptions::default());
+    let handler = Arc::new(Handler::new(
+        Arc::clone(&threads.store),
+        HandlerOptions::default(),
+    ));
+    let looped = event_loop::EventLoopServer::start(handler, keel_rpc::RpcOptions::default());
+    println!("reader side: thread per connection vs one mio event loop, {seconds} s per run:");
+    let mut ratio_64 = f64::NAN;
+    for op in [Op::Get, Op::Put] {
+        for clients in [1, 16, 64] {
+            let t = workload::over_network(threads.server.local_addr(), op, clients, seconds);
+            let e = workload::over_network(looped.local_addr(), op, clients, seconds);
+            println!(
+                "  {op:?} ×{clients:<2} threads {} | event loop {} | throughput ratio {:.3}",
+                show(&t),
+                show(&e),
+                e.ops_per_s / t.ops_per_s
+            );
+            if op == Op::Get && clients == 64 {
+                ratio_64 = e.ops_per_s / t.ops_per_s;
+            }
+        }
+    }
+    drop(looped);
+    threads.server.shutdown();
+    ratio_64
+}
+
 /// Part 2: returns (allocations off ÷ on, bytes off ÷ on).
 fn bufpool_on_vs_off(seconds: f64, rounds: usize) -> (f64, f64) {
     let on = PoolOptions::default();
@@ -245,6 +279,7 @@ fn main() {
     println!("loopback TCP echo (the floor under every network figure): p50 {echo:.0} µs");
     let (overhead, gets_16) = network_vs_embedded(seconds);
     let (alloc_reduction, bytes_reduction) = bufpool_on_vs_off(seconds, if quick { 1 } else { 3 });
+    let event_loop_ratio = threads_vs_event_loop(seconds);
     let fast_path = (!quick).then(|| fastpath::compare(8.0, 2));
     println!(
         "the server adds {overhead:.0} µs to an embedded get's median (target: under 50 µs), of which a bare loopback round trip is {echo:.0} µs"
@@ -259,6 +294,13 @@ fn main() {
     println!(
         "{}",
         figure("server_bufpool_heap_bytes_reduction", bytes_reduction)
+    );
+    println!(
+        "{}",
+        figure(
+            "server_event_loop_vs_threads_get_per_s_64c",
+            event_loop_ratio
+        )
     );
     if let Some((calls, throughput, p99)) = fast_path {
         println!("{}", figure("server_calls_per_s", calls));
