@@ -44,6 +44,11 @@ pub struct Settings {
     pub max_open_scanners: usize,
     /// `hbase.server.allocator.pool.enabled` (true): request buffers from keel-bufpool.
     pub pool_enabled: bool,
+    /// `hbase.ipc.server.max.callqueue.length`: calls per queue before refusals (`None`:
+    /// HBase's (handlers / queues) × 10).
+    pub max_queue_length: Option<usize>,
+    /// `hbase.ipc.server.max.callqueue.size`: bytes of queued and running calls (1 GiB).
+    pub max_queued_bytes: u64,
 }
 
 impl Default for Settings {
@@ -65,6 +70,8 @@ impl Default for Settings {
             idle_timeout: Duration::from_secs(600),
             max_open_scanners: 10_000,
             pool_enabled: true,
+            max_queue_length: None,
+            max_queued_bytes: 1 << 30,
         }
     }
 }
@@ -140,6 +147,10 @@ impl Settings {
                     self.idle_timeout = Duration::from_millis(int()? as u64);
                 }
                 "keel.max.open.scanners" => self.max_open_scanners = int()? as usize,
+                "hbase.ipc.server.max.callqueue.length" => {
+                    self.max_queue_length = Some(int()? as usize);
+                }
+                "hbase.ipc.server.max.callqueue.size" => self.max_queued_bytes = int()? as u64,
                 "hbase.server.allocator.pool.enabled" => {
                     self.pool_enabled = value
                         .as_bool()

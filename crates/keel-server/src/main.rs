@@ -87,6 +87,12 @@ struct Serve {
     /// `hbase.server.allocator.pool.enabled` (true).
     #[arg(long)]
     pool_enabled: Option<bool>,
+    /// `hbase.ipc.server.max.callqueue.length` (handlers / queues × 10).
+    #[arg(long)]
+    max_queue_length: Option<usize>,
+    /// `hbase.ipc.server.max.callqueue.size`, bytes (1 GiB).
+    #[arg(long)]
+    max_queued_bytes: Option<u64>,
 }
 
 fn settings(args: &Serve) -> Result<Settings, String> {
@@ -125,6 +131,8 @@ fn settings(args: &Serve) -> Result<Settings, String> {
         idle_timeout_ms => idle_timeout via Duration::from_millis,
         max_open_scanners => max_open_scanners,
         pool_enabled => pool_enabled,
+        max_queue_length => max_queue_length via Some,
+        max_queued_bytes => max_queued_bytes,
     }
     Ok(s)
 }
@@ -164,6 +172,8 @@ fn serve(args: &Serve) -> Result<(), String> {
     options.rpc.handler_factor = s.handler_factor;
     options.rpc.read_ratio = s.read_ratio;
     options.rpc.scan_ratio = s.scan_ratio;
+    options.rpc.max_queue_length = s.max_queue_length;
+    options.rpc.max_queued_bytes = s.max_queued_bytes;
     let (stop_tx, stop_rx) = std::sync::mpsc::channel();
     ctrlc::set_handler(move || {
         let _ = stop_tx.send(());
