@@ -303,3 +303,101 @@ fn pipelined_requests_are_answered_in_order() {
     }
     server.shutdown();
 }
+
+/// A client that disconnects while its call is still running: the call finishes, its reply
+/// goes nowhere, and the scanner it opened is closed with the connection (the reader waits for
+/// the call in flight before closing the connection's scanners).
+#[test]
+fn a_client_gone_mid_call_leaves_no_scanner_behind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let handler = Arc::new(Handler::new(store, HandlerOptions::default()));
+    // One handler, kept busy by slow reads, so the scanner opens queue behind them and each
+    // client is gone before its call runs.
+    let options = NetOptions {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        rpc: keel_rpc::RpcOptions {
+            handler_count: 1,
+            ..keel_rpc::RpcOptions::default()
+        },
+        ..NetOptions::default()
+    };
+    let server = ThriftServer::start(Arc::clone(&handler), options).expect("start");
+    let address = server.local_addr();
+    let mut c = Client::connect(address, Transport::Framed, Protocol::Binary).expect("connect");
+    c.call(&Call::CreateTable {
+        table: b("t"),
+        families: vec![ColumnDescriptor {
+            name: b("cf:"),
+            ..ColumnDescriptor::default()
+        }],
+    })
+    .expect("create");
+    let rows: Vec<Bytes> = (0..3000).map(|i| b(&format!("r{i:05}"))).collect();
+    c.call(&Call::MutateRows {
+        table: b("t"),
+        batches: rows
+            .iter()
+            .map(|row| BatchMutation {
+                row: row.clone(),
+                mutations: vec![Mutation {
+                    column: b("cf:v"),
+                    value: Some(b("v")),
+                    ..Mutation::default()
+                }],
+            })
+            .collect(),
+        timestamp: None,
+    })
+    .expect("load");
+    let busy = std::sync::atomic::AtomicBool::new(true);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut reader =
+                Client::connect(address, Transport::Framed, Protocol::Binary).expect("connect");
+            while busy.load(std::sync::atomic::Ordering::Relaxed) {
+                reader
+                    .call(&Call::GetRows {
+                        table: b("t"),
+                        rows: rows.clone(),
+                        columns: None,
+                        timestamp: None,
+                    })
+                    .expect("a slow read");
+            }
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        drop_clients_mid_call(address);
+        busy.store(false, std::sync::atomic::Ordering::Relaxed);
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while handler.open_scanners() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} scanners outlived their connections",
+            handler.open_scanners()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(matches!(c.call(&Call::GetTableNames), Ok(Reply::Names(_))));
+    server.shutdown();
+}
+
+/// 50 clients that each send a scanner open and hang up at once.
+fn drop_clients_mid_call(address: std::net::SocketAddr) {
+    for _ in 0..50 {
+        let mut e = keel_thrift::BinaryEncoder::new();
+        Call::ScannerOpen {
+            table: b("t"),
+            scan: TScan::default(),
+        }
+        .encode(&mut e, 1);
+        let body = keel_thrift::Encoder::take(&mut e);
+        let mut socket = TcpStream::connect(address).expect("connect");
+        socket
+            .write_all(&(body.len() as u32).to_be_bytes())
+            .expect("write");
+        socket.write_all(&body).expect("write");
+        drop(socket);
+    }
+}
