@@ -48,8 +48,8 @@ pub use error::RegionError;
 pub use keel_storefile::{BloomType, WriterOptions};
 pub use limits::{CompactionThroughput, RegionLimits};
 pub use region::{
-    BlockReads, CompactionOutcome, Durability, FamilyOptions, Region, RegionStats, WriteOrder,
-    WriteTimings,
+    BlockReads, CompactionOutcome, Durability, FamilyFiles, FamilyOptions, Region, RegionStats,
+    WriteOrder, WriteTimings,
 };
 pub use scan::{ColumnValueFilter, CompareOp, RegionScanner, Scan};
 pub use server::{RegionServer, ServerOptions, ServerStats, Table};

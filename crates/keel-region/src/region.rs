@@ -189,6 +189,17 @@ struct Store {
     files: RwLock<Vec<Arc<StoreFileReader>>>,
 }
 
+/// One family's committed store files, for status reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FamilyFiles {
+    /// The family.
+    pub family: Bytes,
+    /// Its store files.
+    pub files: usize,
+    /// Their bytes on disk.
+    pub bytes: u64,
+}
+
 /// One region of one table.
 pub struct Region {
     id: u64,
@@ -514,6 +525,12 @@ impl Region {
         cells: Vec<Cell>,
         durability: Durability,
     ) -> Result<WriteTimings, RegionError> {
+        self.count_writes(1);
+        self.apply(cells, durability)
+    }
+
+    /// [`Region::mutate`] without counting a request (a batch counts its operations).
+    fn apply(&self, cells: Vec<Cell>, durability: Durability) -> Result<WriteTimings, RegionError> {
         let _span = span!(INFO, "region.mutate", region = self.id, cells = cells.len());
         self.check_families(&cells)?;
         self.check_resources()?;
@@ -537,6 +554,7 @@ impl Region {
         durability: Durability,
     ) -> Result<WriteTimings, RegionError> {
         let _span = span!(INFO, "region.mutate_row", region = self.id, row = %Printable(row));
+        self.count_writes(1);
         let row_bytes = Bytes::copy_from_slice(row);
         if let Some(other) = cells.iter().find(|c| c.row() != &row_bytes) {
             return Err(RegionError::NotOneRow {
@@ -563,6 +581,7 @@ impl Region {
             region = self.id,
             operations = operations.len()
         );
+        self.count_writes(operations.len());
         let mut statuses: Vec<Option<Result<(), RegionError>>> =
             Vec::with_capacity(operations.len());
         let mut cells = Vec::new();
@@ -594,7 +613,7 @@ impl Region {
             statuses.push(status);
         }
         if !cells.is_empty() {
-            let outcome = self.mutate(cells, durability);
+            let outcome = self.apply(cells, durability);
             for i in valid {
                 statuses[i] = Some(match &outcome {
                     Ok(_) => Ok(()),
@@ -731,6 +750,7 @@ impl Region {
     /// row, in `CellComparator` order.
     pub fn get(&self, row: &[u8], query: &ReadQuery) -> Result<Vec<Cell>, RegionError> {
         let _span = span!(INFO, "region.get", region = self.id, row = %Printable(row));
+        self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
         let read_point = self.mvcc.read_point();
         let query = ReadQuery {
             read_point,
@@ -812,6 +832,7 @@ impl Region {
             region = self.id,
             reversed = scan.reversed
         );
+        self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
         let read_point = self.mvcc.read_point();
         let query = ReadQuery {
             read_point,
@@ -908,6 +929,7 @@ impl Region {
         durability: Durability,
     ) -> Result<bool, RegionError> {
         let _span = span!(INFO, "region.check_and_mutate", region = self.id, row = %Printable(row));
+        self.count_writes(1);
         let row_bytes = Bytes::copy_from_slice(row);
         if let Some(other) = cells.iter().find(|c| c.row() != &row_bytes) {
             return Err(RegionError::NotOneRow {
@@ -933,6 +955,7 @@ impl Region {
         durability: Durability,
         update: impl FnOnce(Option<&Bytes>) -> Result<(Bytes, T), RegionError>,
     ) -> Result<(T, WriteTimings), RegionError> {
+        self.count_writes(1);
         if !self.stores.contains_key(family) {
             return Err(RegionError::NoSuchFamily {
                 family: escape_bytes(family),
@@ -1107,6 +1130,27 @@ impl Region {
             .iter()
             .map(|(name, s)| (name.clone(), s.files.read().len()))
             .collect()
+    }
+
+    /// Per family: its committed store files and their bytes on disk.
+    pub fn store_file_sizes(&self) -> Vec<FamilyFiles> {
+        self.stores
+            .iter()
+            .map(|(name, s)| {
+                let files = s.files.read();
+                FamilyFiles {
+                    family: name.clone(),
+                    files: files.len(),
+                    bytes: files.iter().map(|f| f.info().file_len).sum(),
+                }
+            })
+            .collect()
+    }
+
+    fn count_writes(&self, operations: usize) {
+        self.counters
+            .write_requests
+            .fetch_add(operations as u64, Ordering::Relaxed);
     }
 
     /// Committed store files, every family together.

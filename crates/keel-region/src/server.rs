@@ -417,6 +417,32 @@ impl RegionServer {
         }
     }
 
+    /// The shared block cache's id-lock pool counters (HBASE-17747; `None` without a cache).
+    pub fn block_cache_lock_stats(&self) -> Option<keel_blockcache::IdLockStats> {
+        match &self.reads {
+            BlockReads::Direct => None,
+            BlockReads::Cached(cache) => Some(cache.id_locks().stats()),
+        }
+    }
+
+    /// The block cache's capacity in bytes (0: reads go straight to files).
+    pub fn block_cache_capacity(&self) -> u64 {
+        match &self.reads {
+            BlockReads::Direct => 0,
+            BlockReads::Cached(_) => self.options.block_cache_bytes,
+        }
+    }
+
+    /// The shared WAL's counters and histograms.
+    pub fn wal_stats(&self) -> keel_wal::WalStats {
+        self.wal.stats()
+    }
+
+    /// WAL segments closed and not yet removed (the open one is not counted).
+    pub fn wal_closed_segments(&self) -> usize {
+        self.wal.closed_segments()
+    }
+
     /// Queues a compaction of `table` on the background pools, as HBase's `Admin.compact` and
     /// `majorCompact` do: it runs throttled, off the caller's thread. (`Table::compact` and
     /// `Table::major_compact` run one at once instead.)

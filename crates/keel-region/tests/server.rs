@@ -214,3 +214,62 @@ fn put_retrying(table: &keel_region::Table, row: &[u8], value: &[u8]) {
         }
     }
 }
+
+/// The counters a status page shows: read and write requests per region, store files and
+/// their bytes per family, and the server's WAL, segments and block cache.
+#[test]
+fn request_counters_store_file_sizes_and_wal_stats() {
+    use keel_cell::{Cell, LATEST_TIMESTAMP};
+    use keel_region::{Durability, Scan, matcher::ReadQuery};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let t = server
+        .create_table(
+            "t",
+            vec![FamilyOptions::new("cf"), FamilyOptions::new("cf2")],
+        )
+        .expect("create");
+    let appends_before = server.wal_stats().appends;
+    for i in 0..3 {
+        t.put(format!("r{i}").as_bytes(), b"cf", b"q", b"v")
+            .expect("put");
+    }
+    let batch: Vec<(Vec<Cell>, Durability)> = (0..4)
+        .map(|i| {
+            let cell = Cell::put(format!("b{i}"), "cf", "q", LATEST_TIMESTAMP, "v").expect("cell");
+            (vec![cell], Durability::UseDefault)
+        })
+        .collect();
+    assert!(t.region().batch(batch).iter().all(Result::is_ok));
+    t.increment(b"n", b"cf", b"count", 1).expect("increment");
+    for _ in 0..2 {
+        t.get(b"r0", &ReadQuery::latest(0, i64::MAX / 2))
+            .expect("get");
+    }
+    t.scan(&Scan::all(i64::MAX / 2)).expect("scan");
+    let stats = t.region().stats();
+    assert_eq!(stats.write_requests, 3 + 4 + 1);
+    // 2 gets, 1 scan, and the increment's read.
+    assert_eq!(stats.read_requests, 2 + 1 + 1);
+    // 3 puts, one batch entry, one increment.
+    assert_eq!(server.wal_stats().appends - appends_before, 3 + 1 + 1);
+    assert!(
+        t.region()
+            .store_file_sizes()
+            .iter()
+            .all(|f| f.files == 0 && f.bytes == 0)
+    );
+    t.flush().expect("flush");
+    let files = t.region().store_file_sizes();
+    let cf = files.iter().find(|f| f.family == "cf").expect("cf");
+    assert_eq!(cf.files, 1);
+    assert!(cf.bytes > 100, "{cf:?}");
+    let cf2 = files.iter().find(|f| f.family == "cf2").expect("cf2");
+    assert_eq!((cf2.files, cf2.bytes), (0, 0), "nothing was written to cf2");
+    assert!(server.block_cache_lock_stats().is_some());
+    assert_eq!(
+        server.block_cache_capacity(),
+        ServerOptions::default().block_cache_bytes
+    );
+    let _ = server.wal_closed_segments();
+}

@@ -1,4 +1,4 @@
-//! A region's counters: refusals and waits of its limits, flushes and compactions.
+//! A region's counters: requests, refusals and waits of its limits, flushes and compactions.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -8,6 +8,12 @@ use super::compaction::CompactionOutcome;
 /// What a region has done and refused, since it opened.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RegionStats {
+    /// Read requests (HBase `readRequestsCount`): gets and scanner opens. Increments, appends and
+    /// check-and-mutates count one too, for the read they make.
+    pub read_requests: u64,
+    /// Write requests (HBase `writeRequestsCount`): row operations applied or attempted, a
+    /// batch counting each of its operations.
+    pub write_requests: u64,
     /// Writes refused with `RegionTooBusy` (memstore above flush size × block multiplier).
     pub busy_refusals: u64,
     /// Writes that waited for global memstore memory (above the high watermark).
@@ -36,6 +42,8 @@ pub struct RegionStats {
 
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
+    pub(crate) read_requests: AtomicU64,
+    pub(crate) write_requests: AtomicU64,
     pub(crate) busy_refusals: AtomicU64,
     blocked_writes: AtomicU64,
     blocked_nanos: AtomicU64,
@@ -77,6 +85,8 @@ impl Counters {
     pub(crate) fn read(&self) -> RegionStats {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         RegionStats {
+            read_requests: load(&self.read_requests),
+            write_requests: load(&self.write_requests),
             busy_refusals: load(&self.busy_refusals),
             blocked_writes: load(&self.blocked_writes),
             blocked_time: Duration::from_nanos(load(&self.blocked_nanos)),
