@@ -15,6 +15,9 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// `keel.data.dir` (`./keel-data`).
     pub data_dir: PathBuf,
+    /// `keel.status.listen`: the status port (127.0.0.1:9095; `"off"`: none).
+    /// `hbase.regionserver.info.port` sets only its port.
+    pub status_listen: Option<SocketAddr>,
     /// `hbase.regionserver.handler.count` (30).
     pub handler_count: usize,
     /// `hbase.ipc.server.callqueue.handler.factor` (0.1).
@@ -56,6 +59,7 @@ impl Default for Settings {
         Settings {
             listen: SocketAddr::from(([127, 0, 0, 1], 9090)),
             data_dir: PathBuf::from("./keel-data"),
+            status_listen: Some(SocketAddr::from(([127, 0, 0, 1], 9095))),
             handler_count: 30,
             handler_factor: 0.1,
             read_ratio: 0.0,
@@ -74,6 +78,17 @@ impl Default for Settings {
             max_queued_bytes: 1 << 30,
         }
     }
+}
+
+/// `keel.status.listen` / `--status-listen`: an address, or `off` for no status port.
+pub fn parse_status_listen(value: &str) -> Result<Option<SocketAddr>, String> {
+    if value.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    value
+        .parse()
+        .map(Some)
+        .map_err(|e| format!("keel.status.listen: {e} (an address such as 127.0.0.1:9095, or off)"))
 }
 
 fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::Value>) {
@@ -126,6 +141,15 @@ impl Settings {
                     self.listen.set_port(port);
                 }
                 "keel.data.dir" => self.data_dir = PathBuf::from(string()?),
+                "keel.status.listen" => self.status_listen = parse_status_listen(&string()?)?,
+                "hbase.regionserver.info.port" => {
+                    let port = u16::try_from(int()?).map_err(|_| format!("{key}: not a port"))?;
+                    let mut address = self
+                        .status_listen
+                        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9095)));
+                    address.set_port(port);
+                    self.status_listen = Some(address);
+                }
                 "hbase.regionserver.handler.count" => self.handler_count = int()? as usize,
                 "hbase.ipc.server.callqueue.handler.factor" => self.handler_factor = float()?,
                 "hbase.ipc.server.callqueue.read.ratio" => self.read_ratio = float()?,
@@ -193,6 +217,23 @@ mod tests {
         assert_eq!(s.listen.port(), 19090);
         assert_eq!(s.data_dir, PathBuf::from("/tmp/x"));
         assert!(!s.pool_enabled);
+        assert_eq!(
+            s.status_listen,
+            Some("127.0.0.1:9095".parse().expect("address"))
+        );
+        let mut off = Settings::default();
+        off.apply_toml("\"keel.status.listen\" = \"off\"")
+            .expect("off");
+        assert_eq!(off.status_listen, None);
+        let mut port = Settings::default();
+        port.apply_toml("\"hbase.regionserver.info.port\" = 16030")
+            .expect("port");
+        assert_eq!(port.status_listen.map(|a| a.port()), Some(16030));
+        assert!(
+            Settings::default()
+                .apply_toml("\"keel.status.listen\" = \"nowhere\"")
+                .is_err()
+        );
         let unknown = Settings::default()
             .apply_toml("\"hbase.made.up\" = 1")
             .expect_err("unknown");

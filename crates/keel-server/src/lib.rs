@@ -1,8 +1,9 @@
-//! Keel's HBase-compatible server. For now its core: [`Handler`] executes the Thrift1 `Hbase`
-//! service's calls (decoded by keel-thrift) on a keel-region [`keel_region::RegionServer`] with
-//! the semantics HBase's own gateway has, so happybase and other Thrift1 clients see what they
-//! expect. The network side (connections, keel-rpc queues, keel-bufpool buffers, the `keel`
-//! binary) comes next; see `docs/server.md`.
+//! Keel's HBase-compatible server. [`Handler`] executes the Thrift1 `Hbase` service's calls
+//! (decoded by keel-thrift) on a keel-region [`keel_region::RegionServer`] with the semantics
+//! HBase's own gateway has, so happybase and other Thrift1 clients see what they expect.
+//! [`ThriftServer`] serves it over TCP (keel-rpc queues, keel-bufpool buffers), and
+//! [`StatusServer`] shows what it does: Prometheus metrics, an HTML status page and JSON. The
+//! `keel` binary runs them; see `docs/server.md`.
 
 #![warn(missing_docs)]
 
@@ -10,6 +11,8 @@ pub mod columns;
 pub mod config;
 mod handler;
 mod net;
+pub mod status;
 
 pub use handler::{Handler, HandlerOptions};
-pub use net::{NetOptions, NetStats, ThriftServer};
+pub use net::{NetObserver, NetOptions, NetStats, ThriftServer};
+pub use status::{StatusOptions, StatusServer};

@@ -17,7 +17,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use keel_region::{RegionServer, ServerOptions};
 use keel_server::config::Settings;
-use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
+use keel_server::{Handler, HandlerOptions, NetOptions, StatusOptions, StatusServer, ThriftServer};
 
 /// Keel's server.
 #[derive(Debug, Parser)]
@@ -45,6 +45,10 @@ struct Serve {
     /// `keel.data.dir`: the store's directory (default ./keel-data, created if needed).
     #[arg(long)]
     data_dir: Option<PathBuf>,
+    /// `keel.status.listen`: the status port, with /metrics, / and /status.json (default
+    /// 127.0.0.1:9095; `off` for none).
+    #[arg(long, value_name = "ADDR|off")]
+    status_listen: Option<String>,
     /// `hbase.regionserver.handler.count` (30).
     #[arg(long)]
     handler_count: Option<usize>,
@@ -104,6 +108,9 @@ fn settings(args: &Serve) -> Result<Settings, String> {
     }
     if let Some(v) = &args.data_dir {
         s.data_dir.clone_from(v);
+    }
+    if let Some(v) = &args.status_listen {
+        s.status_listen = keel_server::config::parse_status_listen(v)?;
     }
     // Each flag given replaces the setting (converted `via` a function where units differ).
     macro_rules! flags {
@@ -181,8 +188,25 @@ fn serve(args: &Serve) -> Result<(), String> {
     .map_err(|e| format!("cannot handle signals: {e}"))?;
     let server = ThriftServer::start(handler, options)
         .map_err(|e| format!("cannot listen on {}: {e}", s.listen))?;
+    let status = match s.status_listen {
+        Some(address) => Some(
+            StatusServer::start(
+                Arc::clone(&store),
+                server.observer(),
+                &StatusOptions {
+                    listen: address,
+                    ..StatusOptions::default()
+                },
+            )
+            .map_err(|e| format!("cannot serve the status port on {address}: {e}"))?,
+        ),
+        None => None,
+    };
     tracing::info!(
         listen = %server.local_addr(),
+        status = %status
+            .as_ref()
+            .map_or_else(|| "off".to_string(), |st| format!("http://{}/", st.local_addr())),
         data = %s.data_dir.display(),
         handlers = s.handler_count,
         max_frame = s.max_frame,
@@ -197,6 +221,9 @@ fn serve(args: &Serve) -> Result<(), String> {
     let _ = stop_rx.recv();
     tracing::info!("stopping: finishing calls in flight, flushing memstores");
     server.shutdown();
+    if let Some(status) = status {
+        status.shutdown();
+    }
     for name in store.list_tables() {
         if let Ok(table) = store.table(&name) {
             table

@@ -124,6 +124,43 @@ pub struct NetStats {
     pub idle_closed: AtomicU64,
 }
 
+/// Reads a [`ThriftServer`]'s counters: its connections, its executor and its request pool.
+#[derive(Clone)]
+pub struct NetObserver(Arc<Shared>);
+
+impl std::fmt::Debug for NetObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetObserver").finish_non_exhaustive()
+    }
+}
+
+impl NetObserver {
+    /// The network counters.
+    pub fn stats(&self) -> &NetStats {
+        &self.0.stats
+    }
+
+    /// Connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.0.open.load(Ordering::Acquire)
+    }
+
+    /// The executor's metrics: layout, queue lengths, counters, histograms.
+    pub fn rpc(&self) -> keel_rpc::RpcMetrics {
+        self.0.executor.metrics()
+    }
+
+    /// The request buffer pool's counters.
+    pub fn pool_stats(&self) -> keel_bufpool::PoolStats {
+        self.0.pool.stats()
+    }
+
+    /// The options the server runs with.
+    pub fn options(&self) -> &NetOptions {
+        &self.0.options
+    }
+}
+
 /// A running server.
 pub struct ThriftServer {
     shared: Arc<Shared>,
@@ -209,6 +246,12 @@ impl ThriftServer {
     /// The request buffer pool's counters (pooled vs heap allocations, buffers created).
     pub fn pool_stats(&self) -> keel_bufpool::PoolStats {
         self.shared.pool.stats()
+    }
+
+    /// A handle that reads the server's counters from another thread (the status port), and
+    /// stays valid after a shutdown.
+    pub fn observer(&self) -> NetObserver {
+        NetObserver(Arc::clone(&self.shared))
     }
 
     /// The executor (its metrics).

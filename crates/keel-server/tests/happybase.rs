@@ -73,6 +73,9 @@ fn happybase_works_against_keel_serve() {
                     "serve",
                     "--listen",
                     &format!("127.0.0.1:{port}"),
+                    // Tests run side by side: no fixed status port.
+                    "--status-listen",
+                    "127.0.0.1:0",
                     "--data-dir",
                 ])
                 .arg(dir.path())

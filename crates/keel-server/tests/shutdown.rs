@@ -34,7 +34,8 @@ impl Drop for Running {
 fn start(config: &std::path::Path) -> Running {
     Running(
         Command::new(env!("CARGO_BIN_EXE_keel"))
-            .args(["serve", "--config"])
+            // Tests run side by side: no fixed status port.
+            .args(["serve", "--status-listen", "127.0.0.1:0", "--config"])
             .arg(config)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
