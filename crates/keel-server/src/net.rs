@@ -159,6 +159,11 @@ impl NetObserver {
     pub fn options(&self) -> &NetOptions {
         &self.0.options
     }
+
+    /// The address it listens on (the bound one: a requested port 0 is resolved).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.0.local
+    }
 }
 
 /// A running server.
@@ -180,6 +185,8 @@ impl std::fmt::Debug for ThriftServer {
 }
 
 struct Shared {
+    /// The address the listener is bound to.
+    local: SocketAddr,
     logs: LimitLogs,
     /// The open connections' sockets, so a shutdown can close them (a reader blocked in
     /// `read` then returns).
@@ -207,6 +214,7 @@ impl ThriftServer {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(NetStats::default());
         let shared = Arc::new(Shared {
+            local,
             logs: LimitLogs::default(),
             sockets: parking_lot::Mutex::new(std::collections::HashMap::new()),
             // 0 is the handler's embedded caller.

@@ -102,12 +102,20 @@ fn trends(out: &mut String, history: &[Sample]) {
     let rates: Vec<f64> = history.iter().map(|s| s.requests_per_s).collect();
     let p99s: Vec<f64> = history.iter().map(|s| s.p99_us as f64).collect();
     let last = history.last();
+    let span_s = match (history.first(), last) {
+        (Some(first), Some(last)) => last.t_s - first.t_s,
+        _ => 0.0,
+    };
+    let span = if span_s >= 120.0 {
+        format!("{:.0} minutes", span_s / 60.0)
+    } else {
+        format!("{span_s:.0} seconds")
+    };
     let _ = write!(
         out,
-        "<h2>Last {} minutes</h2><div class=\"cards\">\
+        "<h2>Last {span}</h2><div class=\"cards\">\
          <div class=\"card\"><div>Requests per second</div><div class=\"big\" id=\"rate\">{:.0}</div>{}</div>\
          <div class=\"card\"><div>Call p99 (µs)</div><div class=\"big\" id=\"p99\">{}</div>{}</div></div>",
-        (history.len() * 5).div_ceil(60).max(1),
         last.map_or(0.0, |s| s.requests_per_s),
         sparkline(&rates, "requests per second"),
         last.map_or(0, |s| s.p99_us),
@@ -200,9 +208,10 @@ fn storage(out: &mut String, s: &Snapshot) {
     let w = &s.wal;
     let _ = write!(
         out,
-        "<h2>Write-ahead log</h2><table id=\"wal\">{}{}{}{}{}{}</table>",
+        "<h2>Write-ahead log</h2><table id=\"wal\">{}{}{}{}{}{}{}</table>",
         row(&["Appends".into(), count(w.appends)]),
-        row(&["Syncs".into(), count(w.syncs)]),
+        row(&["Writes (group commits)".into(), count(w.writes)]),
+        row(&["Syncs (fsync)".into(), count(w.syncs)]),
         row(&[
             "Entries per sync".into(),
             format!("{:.2}", w.entries_per_sync_mean)

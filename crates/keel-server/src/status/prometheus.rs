@@ -318,7 +318,13 @@ type RegionValue = fn(&super::snapshot::RegionStatus) -> f64;
 
 fn write_store(e: &mut Exposition, s: &Snapshot) {
     let w = &s.wal;
-    let wal: [(&str, &str, &str, f64); 8] = [
+    let wal: [(&str, &str, &str, f64); 9] = [
+        (
+            "keel_wal_writes_total",
+            "counter",
+            "WAL writes issued, one per group-commit batch.",
+            w.writes as f64,
+        ),
         (
             "keel_wal_appends_total",
             "counter",
@@ -456,7 +462,13 @@ fn write_store(e: &mut Exposition, s: &Snapshot) {
         }
     }
     if let Some(c) = &s.block_cache {
-        let cache: [(&str, &str, &str, f64); 11] = [
+        let cache: [(&str, &str, &str, f64); 12] = [
+            (
+                "keel_block_cache_evictions_total",
+                "counter",
+                "Eviction runs.",
+                c.evictions as f64,
+            ),
             (
                 "keel_block_cache_capacity_bytes",
                 "gauge",

@@ -184,7 +184,9 @@ pub struct WalStatus {
     pub appends: u64,
     /// Their payload bytes.
     pub bytes: u64,
-    /// Syncs issued.
+    /// Writes issued (each carries one group-commit batch; `SyncWal` acknowledges after it).
+    pub writes: u64,
+    /// Syncs (fsync) issued: `FsyncWal` waits for one; the others are synced periodically.
     pub syncs: u64,
     /// Mean entries made durable per sync.
     pub entries_per_sync_mean: f64,
@@ -228,6 +230,8 @@ pub struct BlockCacheStatus {
     pub hit_ratio: f64,
     /// The same among lookups that would cache what they load.
     pub caching_hit_ratio: f64,
+    /// Eviction runs.
+    pub evictions: u64,
     /// Blocks evicted.
     pub evicted_blocks: u64,
     /// Inserts refused.
@@ -284,7 +288,7 @@ pub(super) fn collect(
         server: ServerInfo {
             version: env!("CARGO_PKG_VERSION"),
             uptime_s: uptime.as_secs(),
-            listen: net.options().listen.to_string(),
+            listen: net.local_addr().to_string(),
         },
         tables,
         rpc: RpcStatus {
@@ -332,6 +336,7 @@ pub(super) fn collect(
         wal: WalStatus {
             appends: wal.appends,
             bytes: wal.bytes,
+            writes: wal.writes,
             syncs: wal.syncs,
             entries_per_sync_mean: wal.entries_per_sync_mean,
             sync_latency_p50_us: micros(wal.sync_latency_p50),
@@ -355,6 +360,7 @@ pub(super) fn collect(
                 misses: c.misses,
                 hit_ratio: c.hit_ratio(),
                 caching_hit_ratio: c.caching_hit_ratio(),
+                evictions: c.evictions,
                 evicted_blocks: c.evicted_blocks,
                 failed_inserts: c.failed_inserts,
                 id_locks_created: locks.created,
