@@ -1,12 +1,27 @@
-//! `keel-bench`: Keel's load driver for whole-stack A/B experiments.
-//!
-//! The YCSB-compatible driver and the five seed experiments arrive with the load-driver issue;
-//! until then `keel-bench list` shows each experiment, the HBase change it reproduces and the
-//! crate whose micro-benchmark (`cargo xtask bench <name>`) measures it in isolation today.
+//! `keel-bench`: Keel's load driver.
+//! - `keel-bench ycsb [load|run|both] -P workloada -p recordcount=100000 --target embedded`
+//!   runs YCSB's CoreWorkload against Keel embedded (a fresh temporary store unless
+//!   `--data-dir`) or a running `keel serve` (`--target thrift --thrift 127.0.0.1:9090`) and
+//!   prints YCSB's report (or `--json`).
+//! - `keel-bench list` shows the seed experiments.
 
-#![expect(clippy::print_stdout, reason = "a CLI reports on the terminal")]
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a CLI reports on the terminal"
+)]
 
-use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use keel_bench::ycsb::db::Target;
+use keel_bench::ycsb::props::{Props, preset};
+use keel_bench::ycsb::runner::{self, RunOptions};
+use keel_bench::ycsb::targets::{Embedded, Layout, Thrift};
+use keel_bench::ycsb::workload::CoreWorkload;
+use keel_region::{RegionServer, ServerOptions};
 
 /// Keel's load driver.
 #[derive(Debug, Parser)]
@@ -16,18 +31,140 @@ struct Cli {
     command: Command,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Phase {
+    /// Insert the records (YCSB `-load`).
+    Load,
+    /// Run the transactions (YCSB `-t`).
+    Run,
+    /// Load, then run, in one process.
+    Both,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum TargetKind {
+    /// Direct keel-region calls (HBase's "embedded mode").
+    Embedded,
+    /// keel-thrift's client against a running `keel serve`.
+    Thrift,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LayoutArg {
+    /// One column per field, as YCSB's HBase binding.
+    Columns,
+    /// One cell per record, as the key-value peers.
+    Cell,
+}
+
+/// `keel-bench ycsb`'s arguments.
+#[derive(Debug, clap::Args)]
+struct YcsbArgs {
+    /// Which phase.
+    #[arg(value_enum, default_value = "both")]
+    phase: Phase,
+    /// A workload file, or one of YCSB's standard workloads by name (a … f).
+    #[arg(short = 'P', value_name = "FILE|a..f")]
+    files: Vec<String>,
+    /// A property, `name=value` (after the files; later ones win).
+    #[arg(short = 'p', value_name = "NAME=VALUE")]
+    props: Vec<String>,
+    /// The store under test.
+    #[arg(long, value_enum, default_value = "embedded")]
+    target: TargetKind,
+    /// Embedded: the store's directory (default: a fresh temporary one).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Thrift: the server's address.
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    thrift: SocketAddr,
+    /// How a record is stored.
+    #[arg(long, value_enum, default_value = "columns")]
+    layout: LayoutArg,
+    /// Print the reports as JSON instead of YCSB's text.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Lists the seed experiments and where each stands.
+    /// Runs YCSB's CoreWorkload (existing YCSB workload files work unchanged).
+    Ycsb(YcsbArgs),
+    /// Lists the seed experiments.
     List,
 }
 
-/// One seed experiment: the HBase report it reproduces and what measures it now.
+fn ycsb(a: &YcsbArgs) -> Result<(), String> {
+    let mut props = Props::new();
+    for file in &a.files {
+        let path = PathBuf::from(file);
+        match (path.exists(), preset(file)) {
+            (false, Some(text)) => props.load_str(text),
+            _ => props.load_file(&path).map_err(|e| e.to_string())?,
+        }
+    }
+    for arg in &a.props {
+        props.set_arg(arg).map_err(|e| e.to_string())?;
+    }
+    let workload = CoreWorkload::new(&props).map_err(|e| e.to_string())?;
+    let family = props.string("columnfamily", "family");
+    let layout = match a.layout {
+        LayoutArg::Columns => Layout::Columns,
+        LayoutArg::Cell => Layout::Cell,
+    };
+    let temp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let store_dir = a
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| temp.path().to_path_buf());
+    let store;
+    let target: Box<dyn Target> = match a.target {
+        TargetKind::Embedded => {
+            store = Arc::new(
+                RegionServer::open(&store_dir, ServerOptions::default())
+                    .map_err(|e| format!("opening {}: {e}", store_dir.display()))?,
+            );
+            Box::new(Embedded::new(&store, &workload.table, &family, layout)?)
+        }
+        TargetKind::Thrift => Box::new(Thrift::new(a.thrift, &workload.table, &family, layout)?),
+    };
+    eprintln!("keel-bench ycsb: {}", target.describe());
+    let phases: &[bool] = match a.phase {
+        Phase::Load => &[true],
+        Phase::Run => &[false],
+        Phase::Both => &[true, false],
+    };
+    let mut reports = serde_json::Map::new();
+    for &load in phases {
+        let options = RunOptions::from_props(&props, load).map_err(|e| e.to_string())?;
+        let report = runner::run(&workload, &*target, &options)?;
+        let name = if load { "load" } else { "run" };
+        if a.json {
+            reports.insert(
+                name.to_string(),
+                serde_json::to_value(&report).map_err(|e| e.to_string())?,
+            );
+        } else {
+            if phases.len() > 1 {
+                println!("# {name}");
+            }
+            print!("{}", report.text());
+        }
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&reports).map_err(|e| e.to_string())?
+        );
+    }
+    Ok(())
+}
+
+/// One seed experiment: the HBase report it reproduces and what measures it.
 struct Experiment {
     name: &'static str,
     hbase: &'static str,
     mechanism: &'static str,
-    status: &'static str,
 }
 
 const EXPERIMENTS: &[Experiment] = &[
@@ -35,47 +172,45 @@ const EXPERIMENTS: &[Experiment] = &[
         name: "rpc-fastpath",
         hbase: "HBASE-26551",
         mechanism: "idle handlers on a stack take calls directly (keel-rpc)",
-        status: "crate-level: cargo xtask bench rpc",
     },
     Experiment {
         name: "write-path",
         hbase: "HBASE-15158",
         mechanism: "locks, MVCC, WAL append+sync, memstore, visible, unlock (keel-region)",
-        status: "crate-level: cargo xtask bench increment",
     },
     Experiment {
         name: "bufpool",
         hbase: "HBASE-14490",
         mechanism: "bounded shared pool of request buffers (keel-bufpool)",
-        status: "crate-level: cargo xtask bench bufpool",
     },
     Experiment {
         name: "tracing-off",
         hbase: "HBASE-27153/27155",
         mechanism: "spans that cost nothing when tracing is off (keel-region)",
-        status: "planned",
     },
     Experiment {
         name: "idlock-pool",
         hbase: "HBASE-17747",
         mechanism: "soft vs weak id-lock pools in the block cache (keel-blockcache)",
-        status: "crate-level: cargo xtask bench blockcache",
     },
 ];
 
-fn main() {
-    match Cli::parse().command {
+fn main() -> std::process::ExitCode {
+    let result = match Cli::parse().command {
+        Command::Ycsb(args) => ycsb(&args),
         Command::List => {
-            println!(
-                "{:<14} {:<18} {:<42} mechanism",
-                "experiment", "hbase", "status"
-            );
+            println!("{:<14} {:<18} mechanism", "experiment", "hbase");
             for e in EXPERIMENTS {
-                println!(
-                    "{:<14} {:<18} {:<42} {}",
-                    e.name, e.hbase, e.status, e.mechanism
-                );
+                println!("{:<14} {:<18} {}", e.name, e.hbase, e.mechanism);
             }
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("keel-bench: {e}");
+            std::process::ExitCode::FAILURE
         }
     }
 }

@@ -84,6 +84,13 @@ enum Command {
         #[arg(long)]
         rounds: Option<u32>,
     },
+    /// Runs the YCSB-compatible driver (`keel-bench ycsb`, release build) with these arguments,
+    /// e.g. `cargo xtask ycsb both -P a -p recordcount=100000 -p threadcount=8`.
+    Ycsb {
+        /// Everything after `ycsb`, passed on.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Runs one soak suite (a long mixed load that checks its invariants) for some minutes.
     Soak {
         /// Which suite.
@@ -109,6 +116,20 @@ fn main() -> ExitCode {
         Command::Fuzz { name, seconds } => suites::fuzz(&name, seconds),
         Command::Crash { name, rounds } => suites::crash(&name, rounds),
         Command::Soak { name, minutes } => suites::soak(&name, minutes),
+        Command::Ycsb { args } => {
+            let mut all = vec![
+                "run",
+                "--release",
+                "--locked",
+                "-q",
+                "-p",
+                "keel-bench",
+                "--",
+                "ycsb",
+            ];
+            all.extend(args.iter().map(String::as_str));
+            cmd::run(cmd::cargo(&all))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,7 +1,7 @@
 //! The status port (default `127.0.0.1:9095`): what HBase operators find in the region
 //! server's web UI and its JMX metrics, in the formats their tools read.
-//! - `/metrics`: Prometheus text format ([`prometheus`]).
-//! - `/`: an HTML status page ([`page`]), no scripts or external assets.
+//! - `/metrics`: Prometheus text format (`status/prometheus.rs`).
+//! - `/`: an HTML status page (`status/page.rs`), no scripts or external assets.
 //! - `/status.json`: the same data for scripts ([`Snapshot`]).
 //!
 //! It runs on its own threads (one serving HTTP with `tiny_http`, one sampling the history), and
