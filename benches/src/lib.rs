@@ -1,7 +1,8 @@
 //! Keel's load drivers. [`ycsb`] is a YCSB-compatible driver — CoreWorkload's properties,
 //! generators and report, against Keel embedded or a running `keel serve` — which the seed
-//! experiments (`cargo xtask seeds`) are built on.
+//! experiments ([`seeds`], `cargo xtask seeds`) are built on.
 
 #![warn(missing_docs)]
 
+pub mod seeds;
 pub mod ycsb;

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use keel_bench::seeds::{self, Size};
 use keel_bench::ycsb::db::Target;
 use keel_bench::ycsb::props::{Props, preset};
 use keel_bench::ycsb::runner::{self, RunOptions};
@@ -86,10 +87,105 @@ struct YcsbArgs {
     json: bool,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SizeArg {
+    Quick,
+    Default,
+    Full,
+}
+
+impl SizeArg {
+    fn size(self) -> Size {
+        match self {
+            SizeArg::Quick => Size::Quick,
+            SizeArg::Default => Size::Default,
+            SizeArg::Full => Size::Full,
+        }
+    }
+}
+
+/// The seed experiments' steps (`cargo xtask seeds` runs them, one process each).
+#[derive(Debug, Subcommand)]
+enum Seed {
+    /// Runs a whole-stack experiment: `fastpath` (seed 000) or `bufpool` (seed 002).
+    Run {
+        /// Which.
+        name: String,
+        /// How big.
+        #[arg(long, value_enum, default_value = "default")]
+        size: SizeArg,
+        /// Where results go.
+        #[arg(long, default_value = "target/seeds")]
+        out: PathBuf,
+    },
+    /// Reads a crate benchmark's output into a result: `reorder` (increment), `tracing`,
+    /// `idlock` (blockcache).
+    Import {
+        /// Which.
+        name: String,
+        /// The benchmark's saved output.
+        output: PathBuf,
+        /// The size it ran at.
+        #[arg(long, value_enum, default_value = "default")]
+        size: SizeArg,
+        /// Where results go.
+        #[arg(long, default_value = "target/seeds")]
+        out: PathBuf,
+    },
+    /// Writes `report.md` and the charts from the results, and prints the headline figures.
+    Report {
+        /// Where the results are.
+        #[arg(long, default_value = "target/seeds")]
+        out: PathBuf,
+    },
+}
+
+fn seed(command: Seed) -> Result<(), String> {
+    match command {
+        Seed::Run { name, size, out } => {
+            let result = match name.as_str() {
+                "fastpath" => seeds::fastpath::run_seed(size.size())?,
+                "bufpool" => seeds::bufpool::run_seed(size.size())?,
+                other => return Err(format!("no whole-stack seed {other}; fastpath or bufpool")),
+            };
+            print!("{}", seeds::report::section(&result));
+            result.save(&out)
+        }
+        Seed::Import {
+            name,
+            output,
+            size,
+            out,
+        } => {
+            let text = std::fs::read_to_string(&output)
+                .map_err(|e| format!("{}: {e}", output.display()))?;
+            let result = match name.as_str() {
+                "reorder" => seeds::imported::reorder(&text, size.size())?,
+                "tracing" => seeds::imported::tracing(&text, size.size())?,
+                "idlock" => seeds::imported::idlock(&text, size.size())?,
+                other => return Err(format!("nothing to import as {other}")),
+            };
+            print!("{}", seeds::report::section(&result));
+            result.save(&out)
+        }
+        Seed::Report { out } => {
+            let results = seeds::report::write(&out)?;
+            println!("report: {}", out.join("report.md").display());
+            for r in &results {
+                println!("figure: {} = {:.4}", r.figure.0, r.figure.1);
+            }
+            Ok(())
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Runs YCSB's CoreWorkload (existing YCSB workload files work unchanged).
     Ycsb(YcsbArgs),
+    /// The seed experiments (`cargo xtask seeds` runs these steps).
+    #[command(subcommand)]
+    Seed(Seed),
     /// Lists the seed experiments.
     List,
 }
@@ -198,6 +294,7 @@ const EXPERIMENTS: &[Experiment] = &[
 fn main() -> std::process::ExitCode {
     let result = match Cli::parse().command {
         Command::Ycsb(args) => ycsb(&args),
+        Command::Seed(command) => seed(command),
         Command::List => {
             println!("{:<14} {:<18} mechanism", "experiment", "hbase");
             for e in EXPERIMENTS {

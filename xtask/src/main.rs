@@ -10,6 +10,7 @@
 )]
 
 mod cmd;
+mod seeds;
 mod suites;
 mod tidy;
 
@@ -27,7 +28,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Everything CI checks: fmt, tidy, clippy, docs, shuttle models, doctests and tests.
+    /// Everything CI checks: fmt, tidy, clippy, docs, shuttle models, the seed experiments at
+    /// their smallest, doctests and tests.
     Ci,
     /// Formats the workspace (`--check` only reports).
     Fmt {
@@ -84,6 +86,16 @@ enum Command {
         #[arg(long)]
         rounds: Option<u32>,
     },
+    /// Runs the five seed experiments (about 4 minutes; `--quick`: seconds once built; `--full`:
+    /// the seeds' own sizes) and writes `target/seeds/report.md` with a chart per experiment.
+    Seeds {
+        /// The smoke-test size (CI).
+        #[arg(long)]
+        quick: bool,
+        /// The seed-sized runs.
+        #[arg(long, conflicts_with = "quick")]
+        full: bool,
+    },
     /// Runs the YCSB-compatible driver (`keel-bench ycsb`, release build) with these arguments,
     /// e.g. `cargo xtask ycsb both -P a -p recordcount=100000 -p threadcount=8`.
     Ycsb {
@@ -116,6 +128,13 @@ fn main() -> ExitCode {
         Command::Fuzz { name, seconds } => suites::fuzz(&name, seconds),
         Command::Crash { name, rounds } => suites::crash(&name, rounds),
         Command::Soak { name, minutes } => suites::soak(&name, minutes),
+        Command::Seeds { quick, full } => seeds::seeds(if quick {
+            "quick"
+        } else if full {
+            "full"
+        } else {
+            "default"
+        }),
         Command::Ycsb { args } => {
             let mut all = vec![
                 "run",
@@ -149,6 +168,8 @@ fn ci() -> Result<(), String> {
     cmd::lint_without_optional_features()?;
     cmd::doc()?;
     suites::model(None, None)?;
+    // The seed experiments at their smallest, so they never rot (release builds; seconds to run).
+    seeds::seeds("quick")?;
     cmd::test(false)?;
     println!("xtask ci: all steps passed in {:.0?}", started.elapsed());
     Ok(())

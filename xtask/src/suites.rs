@@ -335,7 +335,7 @@ pub(crate) fn bench(name: &str, quick: bool, plot: bool) -> Result<(), String> {
 
 /// Builds the tracing benchmark without keel-region's `tracing` feature (in its own target
 /// directory, so the two builds never evict each other) and returns the executable's path.
-fn compiled_out_build() -> Result<String, String> {
+pub(crate) fn compiled_out_build() -> Result<String, String> {
     let mut command = cargo(&[
         "bench",
         "--locked",

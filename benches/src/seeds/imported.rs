@@ -1,0 +1,201 @@
+//! Seeds 001, 003 and 004 come from keel-region's and keel-blockcache's own benchmarks
+//! (`increment`, `tracing`, `blockcache`), each run in its own process by `cargo xtask seeds`;
+//! this reads their output (tables and `figure:` lines) into [`SeedResult`]s.
+
+use super::{Row, SeedResult, Size};
+
+/// `figure: <name> = <value>` lines.
+fn figure(output: &str, name: &str) -> Result<f64, String> {
+    output
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("figure: ")?
+                .strip_prefix(name)?
+                .trim_start()
+                .strip_prefix('=')?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .ok_or_else(|| format!("the benchmark printed no figure {name}"))
+}
+
+/// The numbers of the first line that starts with `prefix` (after splitting off a `|`).
+fn numbers_after(output: &str, prefix: &str) -> Result<Vec<f64>, String> {
+    let line = output
+        .lines()
+        .find(|l| l.trim_start().starts_with(prefix))
+        .ok_or_else(|| format!("no line starting with {prefix:?}"))?;
+    Ok(line.trim_start()[prefix.len()..]
+        .split(['|', ' '])
+        .filter_map(|t| t.trim().parse::<f64>().ok())
+        .collect())
+}
+
+fn ratio_row(measure: &str, a: f64, b: f64, seed: Option<(f64, f64)>) -> Row {
+    Row {
+        measure: measure.into(),
+        keel_a: a,
+        keel_b: b,
+        seed_a: seed.map(|s| s.0),
+        seed_b: seed.map(|s| s.1),
+    }
+}
+
+/// Seed 001 from `cargo bench -p keel-region --bench increment`.
+pub fn reorder(output: &str, size: Size) -> Result<SeedResult, String> {
+    // durability order total-ms incr/s p75 p95 p99 | stages…
+    let new = numbers_after(output, "SyncWal   Reordered")?;
+    let old = numbers_after(output, "SyncWal   Legacy")?;
+    if new.len() < 5 || old.len() < 5 {
+        return Err("the increment table has fewer columns than expected".into());
+    }
+    let (n_ms, n75, n95, n99) = (new[0], new[2], new[3], new[4]);
+    let (o_ms, o75, o95, o99) = (old[0], old[2], old[3], old[4]);
+    let rows = vec![
+        ratio_row(
+            "total time, s",
+            n_ms / 1000.0,
+            o_ms / 1000.0,
+            Some((56.603_756_542, 74.495_320_701)),
+        ),
+        ratio_row("p75, µs", n75, o75, Some((2_979.505, 4_097.315))),
+        ratio_row("p95, µs", n95, o95, Some((4_664.926, 6_597.782))),
+        ratio_row("p99, µs", n99, o99, Some((5_463.442, 7_659.555))),
+    ];
+    Ok(SeedResult {
+        id: "seed001".into(),
+        name: "reorder".into(),
+        hbase: "HBASE-15158".into(),
+        title: "the reordered write path vs the legacy one (increments)".into(),
+        labels: ("reordered".into(), "legacy".into()),
+        setup:
+            "keel-region embedded, HBase's IncrementPerformanceTest: 80 threads incrementing the \
+                same rows, SyncWal (`cargo xtask bench increment`). The seed's latencies are \
+                IncrementPerformanceTest's printed values read as nanoseconds."
+                .into(),
+        figure: (
+            "seed001_reorder_time_ratio".into(),
+            figure(output, "increment_new_vs_legacy_time")?,
+        ),
+        rows,
+        notes: Vec::new(),
+        series: Vec::new(),
+        size,
+    })
+}
+
+/// Seed 003 from `cargo xtask bench tracing` (three builds).
+pub fn tracing(output: &str, size: Size) -> Result<SeedResult, String> {
+    let row = |name: &str| numbers_after(output, &format!("| {name} |"));
+    let out = row("compiled out")?;
+    let off = row("compiled in, no subscriber")?;
+    let on = row("compiled in, recording subscriber")?;
+    let get = |v: &[f64], i: usize| v.get(i).copied().unwrap_or(f64::NAN);
+    let rows = vec![
+        ratio_row(
+            "run time, ms (in, off ÷ out)",
+            get(&off, 0),
+            get(&out, 0),
+            None,
+        ),
+        ratio_row(
+            "read p95, µs (in, off ÷ out)",
+            get(&off, 1),
+            get(&out, 1),
+            None,
+        ),
+        ratio_row(
+            "read p99, µs (in, off ÷ out)",
+            get(&off, 2),
+            get(&out, 2),
+            None,
+        ),
+        ratio_row(
+            "read p99, µs (in, on ÷ out)",
+            get(&on, 2),
+            get(&out, 2),
+            None,
+        ),
+    ];
+    Ok(SeedResult {
+        id: "seed003".into(),
+        name: "tracing".into(),
+        hbase: "HBASE-27153/27155".into(),
+        title: "tracing compiled in and off vs compiled out (and on, with a subscriber)".into(),
+        labels: ("compiled in".into(), "compiled out".into()),
+        setup:
+            "keel-region embedded, 20% updates / 80% random reads over a compacted, cached table, \
+                three builds of the same benchmark (`cargo xtask bench tracing`)."
+                .into(),
+        figure: (
+            "seed003_tracing_off_p99_ratio".into(),
+            figure(output, "tracing_off_vs_compiled_out_p99")?,
+        ),
+        rows,
+        notes: vec![
+            "The seed's numbers live in a spreadsheet that is not public; its summary: HBASE-27155 \
+             cost about 2 ms at p95 and 1 ms at p99 with tracing disabled."
+                .into(),
+        ],
+        series: Vec::new(),
+        size,
+    })
+}
+
+/// Seed 004 from `cargo bench -p keel-blockcache --bench idlock`.
+pub fn idlock(output: &str, size: Size) -> Result<SeedResult, String> {
+    // Sections: the id locks alone, the bucket cache's heap area, its mmap area; rows
+    // "pool reads/s vs-weak objects/1000 p50".
+    let section = |title: &str| -> Result<(f64, f64), String> {
+        let start = output
+            .find(title)
+            .ok_or_else(|| format!("no section {title:?}"))?;
+        let text = &output[start..];
+        let weak = numbers_after(text, "weak")?;
+        let soft = numbers_after(text, "soft")?;
+        Ok((soft[0], weak[0]))
+    };
+    let (locks_soft, locks_weak) = section("every read under its id read lock")?;
+    let (heap_soft, heap_weak) = section("Bucket cache (heap area)")?;
+    let (mmap_soft, mmap_weak) = section("Bucket cache (mmap area)")?;
+    let rows = vec![
+        ratio_row(
+            "reads/s, bucket cache, heap area (seed: on-heap)",
+            heap_soft,
+            heap_weak,
+            Some((276_022.974_356, 260_577.212_104)),
+        ),
+        ratio_row(
+            "reads/s, bucket cache, mmap area (seed: off-heap)",
+            mmap_soft,
+            mmap_weak,
+            Some((226_204.013_586, 211_868.525_664)),
+        ),
+        ratio_row(
+            "lock/unlocks per second, id locks alone",
+            locks_soft,
+            locks_weak,
+            None,
+        ),
+    ];
+    Ok(SeedResult {
+        id: "seed004".into(),
+        name: "idlock".into(),
+        hbase: "HBASE-17747".into(),
+        title: "soft vs weak id-lock pool, 100% block-cache hits, read only".into(),
+        labels: ("soft".into(), "weak".into()),
+        setup: "keel-blockcache: a bucket cache holding every block, 8 threads reading zipfian 1 KiB \
+                blocks under their slot's id lock (`cargo xtask bench blockcache`). Crate-level, not \
+                through keel-region; one round per pool (the seed averaged four)."
+            .into(),
+        figure: (
+            "seed004_soft_vs_weak".into(),
+            figure(output, "blockcache_soft_vs_weak")?,
+        ),
+        rows,
+        notes: Vec::new(),
+        series: Vec::new(),
+        size,
+    })
+}

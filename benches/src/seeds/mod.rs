@@ -1,0 +1,85 @@
+//! The five seed experiments (`cargo xtask seeds`): each HBase comparison A/B on this machine,
+//! beside the seed's published numbers. The two that need the whole stack over the network run
+//! here (`fastpath`, `bufpool`: keel-bench's YCSB driver against an in-process `keel serve`);
+//! the other three are keel-region's and keel-blockcache's own benchmarks, whose `figure:`
+//! lines `import` turns into the same kind of result. `report` writes `report.md` and an SVG
+//! chart per experiment.
+
+pub mod bufpool;
+pub mod fastpath;
+pub mod imported;
+pub mod report;
+
+use serde::{Deserialize, Serialize};
+
+/// How big a run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Size {
+    /// Seconds: CI's smoke run.
+    Quick,
+    /// About two minutes per experiment, ten in all.
+    Default,
+    /// The seed's own sizes, where this machine can hold them.
+    Full,
+}
+
+/// One row of an experiment's table: a measure, Keel's A and B, and the seed's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// What is measured.
+    pub measure: String,
+    /// Keel with the change (or the first alternative).
+    pub keel_a: f64,
+    /// Keel without it.
+    pub keel_b: f64,
+    /// The seed's A, if it published one.
+    pub seed_a: Option<f64>,
+    /// The seed's B.
+    pub seed_b: Option<f64>,
+}
+
+/// A line of a time series (the fast path's queue time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// Its label.
+    pub label: String,
+    /// (seconds, value) points.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One experiment's outcome, written as `<out>/<name>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeedResult {
+    /// `seed000` … `seed004`.
+    pub id: String,
+    /// Short name (`fastpath`, …).
+    pub name: String,
+    /// The HBase issue.
+    pub hbase: String,
+    /// What A and B are.
+    pub title: String,
+    /// Labels of A and B.
+    pub labels: (String, String),
+    /// What was run, in a sentence or two.
+    pub setup: String,
+    /// The headline figure's name and value.
+    pub figure: (String, f64),
+    /// The table.
+    pub rows: Vec<Row>,
+    /// Extra lines (counts, caveats).
+    pub notes: Vec<String>,
+    /// Time series to chart, if any.
+    pub series: Vec<Series>,
+    /// The size it ran at.
+    pub size: Size,
+}
+
+impl SeedResult {
+    /// Writes `<out>/<name>.json`.
+    pub fn save(&self, out: &std::path::Path) -> Result<(), String> {
+        std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+        let path = out.join(format!("{}.json", self.name));
+        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}

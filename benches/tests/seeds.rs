@@ -1,0 +1,97 @@
+//! The seed experiments at their smallest: the two whole-stack ones run for real, the three
+//! imported ones parse their benchmarks' actual output, and the report and charts are written.
+
+use keel_bench::seeds::{self, Size};
+
+/// `cargo xtask bench increment --quick`'s output (trimmed).
+const INCREMENT: &str = "\
+durability order        total ms     incr/s   p75 µs   p95 µs   p99 µs | per increment, µs:   lock append   sync  memst   mvcc
+SyncWal   Reordered         148      54032     1127     2551     5511 |                      565.5  161.4  130.7    0.9  280.6
+SyncWal   Legacy            175      45658     1687     3221     5679 |                      480.8  142.7  174.4    0.8  246.7
+figure: increment_new_vs_legacy_time = 0.8450
+figure: increment_new_vs_legacy_p99 = 0.9704
+";
+
+/// `cargo xtask bench tracing --quick`'s table and figures.
+const TRACING: &str = "\
+| build | run time ms | read p95 µs | read p99 µs |
+|---|---|---|---|
+| compiled out | 1453 | 52.1 | 63.5 |
+| compiled in, no subscriber | 1465 | 53.0 | 65.7 |
+| compiled in, recording subscriber | 1873 | 66.4 | 80.4 |
+figure: tracing_off_vs_compiled_out_p99 = 1.0343
+figure: tracing_on_vs_compiled_out_p99 = 1.2661
+";
+
+/// `cargo xtask bench blockcache --quick`'s sections (trimmed).
+const IDLOCK: &str = "\
+8 threads, 16384 blocks of 1 KiB, zipfian (θ = 0.99), every read under its id read lock
+    pool      reads/s  vs weak  objects/1000 rd      p50
+    weak      9225760     1.00           957.21    211 ns
+    soft     19117047     2.07             5.37    110 ns
+Bucket cache (heap area), 16384 blocks of 1 KiB all cached, 8 threads, zipfian:
+    pool      reads/s  vs weak  objects/1000 rd      p50
+    weak      4515040     1.00           963.86    381 ns
+    soft      5269927     1.17            12.91    310 ns
+Bucket cache (mmap area), 16384 blocks of 1 KiB all cached, 8 threads, zipfian:
+    pool      reads/s  vs weak  objects/1000 rd      p50
+    weak      4458620     1.00           974.09    381 ns
+    soft      5145810     1.15            12.40    310 ns
+figure: blockcache_soft_vs_weak = 1.1672
+";
+
+#[test]
+fn imported_benchmarks_become_results() {
+    let reorder = seeds::imported::reorder(INCREMENT, Size::Quick).expect("reorder");
+    assert_eq!(reorder.figure, ("seed001_reorder_time_ratio".into(), 0.845));
+    assert_eq!(reorder.rows[0].keel_a, 0.148);
+    assert_eq!(reorder.rows[3].keel_b, 5679.0);
+    let tracing = seeds::imported::tracing(TRACING, Size::Quick).expect("tracing");
+    assert_eq!(tracing.figure.1, 1.0343);
+    assert_eq!(
+        (tracing.rows[2].keel_a, tracing.rows[2].keel_b),
+        (65.7, 63.5)
+    );
+    let idlock = seeds::imported::idlock(IDLOCK, Size::Quick).expect("idlock");
+    assert_eq!(idlock.figure.1, 1.1672);
+    assert_eq!(
+        (idlock.rows[0].keel_a, idlock.rows[0].keel_b),
+        (5_269_927.0, 4_515_040.0)
+    );
+    assert!(seeds::imported::reorder("nothing here", Size::Quick).is_err());
+    assert!(seeds::imported::tracing(INCREMENT, Size::Quick).is_err());
+}
+
+#[test]
+fn the_whole_stack_experiments_run_and_the_report_is_written() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let fastpath = seeds::fastpath::run_seed(Size::Quick).expect("fastpath");
+    assert_eq!(fastpath.figure.0, "seed000_fastpath_throughput_ratio");
+    assert!(fastpath.figure.1 > 0.0 && fastpath.figure.1.is_finite());
+    assert!(fastpath.rows[0].keel_a > 0.0 && fastpath.rows[0].keel_b > 0.0);
+    fastpath.save(out.path()).expect("save");
+    let bufpool = seeds::bufpool::run_seed(Size::Quick).expect("bufpool");
+    assert_eq!(bufpool.figure.0, "seed002_heap_alloc_reduction");
+    assert!(bufpool.figure.1 > 0.0);
+    bufpool.save(out.path()).expect("save");
+    for r in [
+        seeds::imported::reorder(INCREMENT, Size::Quick).expect("reorder"),
+        seeds::imported::tracing(TRACING, Size::Quick).expect("tracing"),
+        seeds::imported::idlock(IDLOCK, Size::Quick).expect("idlock"),
+    ] {
+        r.save(out.path()).expect("save");
+    }
+    let results = seeds::report::write(out.path()).expect("report");
+    assert_eq!(
+        results.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        ["seed000", "seed001", "seed002", "seed003", "seed004"]
+    );
+    let report = std::fs::read_to_string(out.path().join("report.md")).expect("report.md");
+    for r in &results {
+        assert!(report.contains(&format!("## {}", r.id)));
+        assert!(report.contains(&r.figure.0));
+        let svg = std::fs::read_to_string(out.path().join(format!("{}.svg", r.name))).expect("svg");
+        assert!(svg.starts_with("<svg"), "{}", r.name);
+    }
+    assert!(report.contains("| throughput, ops/s (30 handlers) |"));
+}
