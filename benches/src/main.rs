@@ -22,7 +22,7 @@ use keel_bench::ycsb::props::{Props, preset};
 use keel_bench::ycsb::runner::{self, RunOptions};
 use keel_bench::ycsb::targets::{Embedded, Layout, Thrift};
 use keel_bench::ycsb::workload::CoreWorkload;
-use keel_region::{RegionServer, ServerOptions};
+use keel_region::{Durability, RegionServer, ServerOptions};
 
 /// Keel's load driver.
 #[derive(Debug, Parser)]
@@ -48,6 +48,8 @@ enum TargetKind {
     Embedded,
     /// keel-thrift's client against a running `keel serve`.
     Thrift,
+    /// fjall, for comparison (needs `--features peers`).
+    Fjall,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -85,6 +87,10 @@ struct YcsbArgs {
     /// Print the reports as JSON instead of YCSB's text.
     #[arg(long)]
     json: bool,
+    /// Embedded and peers: an acknowledged write is written to the OS (`sync`, Keel's
+    /// `SyncWal`, its default) or fdatasynced (`fsync`, Keel's `FsyncWal`).
+    #[arg(long, default_value = "sync", value_parser = ["sync", "fsync"])]
+    durability: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -217,12 +223,23 @@ fn ycsb(a: &YcsbArgs) -> Result<(), String> {
     let target: Box<dyn Target> = match a.target {
         TargetKind::Embedded => {
             store = Arc::new(
-                RegionServer::open(&store_dir, ServerOptions::default())
-                    .map_err(|e| format!("opening {}: {e}", store_dir.display()))?,
+                RegionServer::open(
+                    &store_dir,
+                    ServerOptions {
+                        default_durability: if a.durability == "fsync" {
+                            Durability::FsyncWal
+                        } else {
+                            Durability::SyncWal
+                        },
+                        ..ServerOptions::default()
+                    },
+                )
+                .map_err(|e| format!("opening {}: {e}", store_dir.display()))?,
             );
             Box::new(Embedded::new(&store, &workload.table, &family, layout)?)
         }
         TargetKind::Thrift => Box::new(Thrift::new(a.thrift, &workload.table, &family, layout)?),
+        TargetKind::Fjall => peer_fjall(&store_dir, &workload.table, &a.durability)?,
     };
     eprintln!("keel-bench ycsb: {}", target.describe());
     let phases: &[bool] = match a.phase {
@@ -254,6 +271,26 @@ fn ycsb(a: &YcsbArgs) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+#[cfg(feature = "peers")]
+fn peer_fjall(
+    dir: &std::path::Path,
+    table: &str,
+    durability: &str,
+) -> Result<Box<dyn Target>, String> {
+    use keel_bench::ycsb::peers::{Fjall, PeerDurability};
+    let durability = if durability == "fsync" {
+        PeerDurability::Fsync
+    } else {
+        PeerDurability::Sync
+    };
+    Ok(Box::new(Fjall::open(dir, table, durability)?))
+}
+
+#[cfg(not(feature = "peers"))]
+fn peer_fjall(_: &std::path::Path, _: &str, _: &str) -> Result<Box<dyn Target>, String> {
+    Err("--target fjall needs the peers feature: cargo run --release -p keel-bench --features peers -- ycsb …".into())
 }
 
 /// One seed experiment: the HBase report it reproduces and what measures it.

@@ -5,6 +5,7 @@
 //!   `docs/architecture.md`, and that table's "built"/"planned" status matches the workspace;
 //! - internal entries in `[workspace.dependencies]` carry a version unless unpublished;
 //! - every member opts into the workspace lints;
+//! - every optional feature is linted and tested by CI, or named as left out;
 //! - every crate under `crates/` has its design note `docs/<name without keel->.md`;
 //! - every source file starts with a module doc comment (`//!`);
 //! - library crates do not print to stdout;
@@ -46,6 +47,7 @@ pub(crate) fn check(root: &Path) -> Vec<String> {
     check_workspace_versions(root, &members, &mut problems);
     for member in &members {
         check_lints_opt_in(member, &mut problems);
+        check_ci_features(member, &mut problems);
         check_sources(root, member, &mut problems);
         if member.dir.starts_with(root.join("crates")) {
             let note = member.name.trim_start_matches("keel-");
@@ -55,6 +57,26 @@ pub(crate) fn check(root: &Path) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Features CI deliberately leaves out (`crate/feature`).
+const LEFT_OUT_OF_CI: &[&str] = &["keel-bench/peers"];
+
+/// Every optional feature is in `cmd::CI_FEATURES` (CI's stand-in for `--all-features`) or
+/// named as left out.
+fn check_ci_features(member: &Member, problems: &mut Vec<String>) {
+    let Some(features) = member.manifest.get("features").and_then(|f| f.as_table()) else {
+        return;
+    };
+    let listed: Vec<&str> = crate::cmd::CI_FEATURES.split(',').collect();
+    for name in features.keys().filter(|k| *k != "default") {
+        let full = format!("{}/{name}", member.name);
+        if !listed.contains(&full.as_str()) && !LEFT_OUT_OF_CI.contains(&full.as_str()) {
+            problems.push(format!(
+                "feature {full} is neither in xtask's CI_FEATURES nor left out on purpose"
+            ));
+        }
+    }
 }
 
 fn read_toml(path: &Path) -> Result<toml::Table, String> {

@@ -5,6 +5,8 @@
 pub mod db;
 pub mod generators;
 pub mod measure;
+#[cfg(feature = "peers")]
+pub mod peers;
 pub mod props;
 pub mod runner;
 pub mod targets;
