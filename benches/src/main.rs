@@ -50,6 +50,8 @@ enum TargetKind {
     Thrift,
     /// fjall, for comparison (needs `--features peers`).
     Fjall,
+    /// RocksDB, for comparison (needs `--features peers`).
+    Rocksdb,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -239,7 +241,9 @@ fn ycsb(a: &YcsbArgs) -> Result<(), String> {
             Box::new(Embedded::new(&store, &workload.table, &family, layout)?)
         }
         TargetKind::Thrift => Box::new(Thrift::new(a.thrift, &workload.table, &family, layout)?),
-        TargetKind::Fjall => peer_fjall(&store_dir, &workload.table, &a.durability)?,
+        TargetKind::Fjall | TargetKind::Rocksdb => {
+            peer(a.target, &store_dir, &workload.table, &a.durability)?
+        }
     };
     eprintln!("keel-bench ycsb: {}", target.describe());
     let phases: &[bool] = match a.phase {
@@ -274,23 +278,28 @@ fn ycsb(a: &YcsbArgs) -> Result<(), String> {
 }
 
 #[cfg(feature = "peers")]
-fn peer_fjall(
+fn peer(
+    kind: TargetKind,
     dir: &std::path::Path,
     table: &str,
     durability: &str,
 ) -> Result<Box<dyn Target>, String> {
-    use keel_bench::ycsb::peers::{Fjall, PeerDurability};
+    use keel_bench::ycsb::peers::{Fjall, PeerDurability, RocksDb};
     let durability = if durability == "fsync" {
         PeerDurability::Fsync
     } else {
         PeerDurability::Sync
     };
-    Ok(Box::new(Fjall::open(dir, table, durability)?))
+    Ok(if kind == TargetKind::Fjall {
+        Box::new(Fjall::open(dir, table, durability)?)
+    } else {
+        Box::new(RocksDb::open(dir, durability)?)
+    })
 }
 
 #[cfg(not(feature = "peers"))]
-fn peer_fjall(_: &std::path::Path, _: &str, _: &str) -> Result<Box<dyn Target>, String> {
-    Err("--target fjall needs the peers feature: cargo run --release -p keel-bench --features peers -- ycsb …".into())
+fn peer(_: TargetKind, _: &std::path::Path, _: &str, _: &str) -> Result<Box<dyn Target>, String> {
+    Err("the peers need the peers feature: cargo run --release -p keel-bench --features peers -- ycsb … (RocksDB's C++ takes minutes to build)".into())
 }
 
 /// One seed experiment: the HBase report it reproduces and what measures it.

@@ -415,25 +415,36 @@ fn a_run_over_thrift_against_keel_serve() {
     server.shutdown();
 }
 
-/// The fjall peer (only with `--features peers`; CI leaves it out).
+/// The peers (only with `--features peers`; CI leaves them out).
 #[cfg(feature = "peers")]
 #[test]
-fn a_run_against_the_fjall_peer() {
-    use keel_bench::ycsb::peers::{Fjall, PeerDurability};
-    let dir = tempfile::tempdir().expect("tempdir");
-    let w = workload(
-        "recordcount=300\noperationcount=600\nreadproportion=0.4\nupdateproportion=0.3\n\
-         scanproportion=0.1\ninsertproportion=0.1\nreadmodifywriteproportion=0.1\nfieldcount=4\n",
-    );
-    let target = Fjall::open(dir.path(), &w.table, PeerDurability::Sync).expect("fjall");
-    assert_eq!(
-        run(&w, &target, &quick_options(true, 2))
-            .expect("load")
-            .operations,
-        300
-    );
-    let runs = run(&w, &target, &quick_options(false, 2)).expect("run");
-    assert_eq!(runs.operations, 600);
-    let read = runs.ops.iter().find(|o| o.name == "READ").expect("READ");
-    assert_eq!(read.returns, vec![("OK".to_string(), read.operations)]);
+fn runs_against_the_peers() {
+    use keel_bench::ycsb::db::Target;
+    use keel_bench::ycsb::peers::{Fjall, PeerDurability, RocksDb};
+    for peer in ["fjall", "rocksdb"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let w = workload(
+            "recordcount=300\noperationcount=600\nreadproportion=0.4\nupdateproportion=0.3\n\
+             scanproportion=0.1\ninsertproportion=0.1\nreadmodifywriteproportion=0.1\nfieldcount=4\n",
+        );
+        let target: Box<dyn Target> = if peer == "fjall" {
+            Box::new(Fjall::open(dir.path(), &w.table, PeerDurability::Sync).expect("fjall"))
+        } else {
+            Box::new(RocksDb::open(dir.path(), PeerDurability::Fsync).expect("rocksdb"))
+        };
+        assert_eq!(
+            run(&w, &*target, &quick_options(true, 2))
+                .expect("load")
+                .operations,
+            300
+        );
+        let runs = run(&w, &*target, &quick_options(false, 2)).expect("run");
+        assert_eq!(runs.operations, 600);
+        let read = runs.ops.iter().find(|o| o.name == "READ").expect("READ");
+        assert_eq!(
+            read.returns,
+            vec![("OK".to_string(), read.operations)],
+            "{peer}"
+        );
+    }
 }

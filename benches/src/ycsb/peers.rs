@@ -144,3 +144,111 @@ impl Target for Fjall {
         format!("fjall {:?} (one value per record)", self.durability)
     }
 }
+
+/// RocksDB (the `rocksdb` crate), one key per record in the default column family, with the
+/// crate's default options plus `create_if_missing`; `sync` writes with RocksDB's default
+/// `WriteOptions` (the WAL written to the OS, no fsync), `fsync` with `set_sync(true)`.
+pub struct RocksDb {
+    db: std::sync::Arc<rocksdb::DB>,
+    durability: PeerDurability,
+}
+
+impl std::fmt::Debug for RocksDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RocksDb")
+            .field("durability", &self.durability)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RocksDb {
+    /// Opens (creating) a database in `dir`.
+    pub fn open(dir: &Path, durability: PeerDurability) -> Result<RocksDb, String> {
+        let mut options = rocksdb::Options::default();
+        options.create_if_missing(true);
+        let db = rocksdb::DB::open(&options, dir)
+            .map_err(|e| format!("rocksdb: opening {}: {e}", dir.display()))?;
+        Ok(RocksDb {
+            db: std::sync::Arc::new(db),
+            durability,
+        })
+    }
+}
+
+struct RocksDbDb {
+    db: std::sync::Arc<rocksdb::DB>,
+    write: rocksdb::WriteOptions,
+}
+
+impl RocksDbDb {
+    fn write(&self, key: &str, values: &Record) -> Status {
+        match self
+            .db
+            .put_opt(key.as_bytes(), encode_record(values).as_ref(), &self.write)
+        {
+            Ok(()) => Status::Ok,
+            Err(_) => Status::Error,
+        }
+    }
+}
+
+impl Db for RocksDbDb {
+    fn read(&mut self, _table: &str, key: &str, _fields: Option<&[String]>) -> Status {
+        match self.db.get(key.as_bytes()) {
+            Ok(Some(value)) if decode_record(&value).is_some() => Status::Ok,
+            Ok(Some(_)) => Status::Error,
+            Ok(None) => Status::NotFound,
+            Err(_) => Status::Error,
+        }
+    }
+
+    fn scan(
+        &mut self,
+        _table: &str,
+        start: &str,
+        count: usize,
+        _fields: Option<&[String]>,
+    ) -> Status {
+        let mode = rocksdb::IteratorMode::From(start.as_bytes(), rocksdb::Direction::Forward);
+        for item in self.db.iterator(mode).take(count) {
+            if item.is_err() {
+                return Status::Error;
+            }
+        }
+        Status::Ok
+    }
+
+    fn update(&mut self, _table: &str, key: &str, values: &Record) -> Status {
+        let mut current = match self.db.get(key.as_bytes()) {
+            Ok(Some(value)) => decode_record(&value).unwrap_or_default(),
+            Ok(None) => Vec::new(),
+            Err(_) => return Status::Error,
+        };
+        for (name, value) in values {
+            match current.iter_mut().find(|(n, _)| n == name) {
+                Some(slot) => slot.1 = value.clone(),
+                None => current.push((name.clone(), Bytes::clone(value))),
+            }
+        }
+        self.write(key, &current)
+    }
+
+    fn insert(&mut self, _table: &str, key: &str, values: &Record) -> Status {
+        self.write(key, values)
+    }
+}
+
+impl Target for RocksDb {
+    fn connect(&self) -> Result<Box<dyn Db>, String> {
+        let mut write = rocksdb::WriteOptions::default();
+        write.set_sync(self.durability == PeerDurability::Fsync);
+        Ok(Box::new(RocksDbDb {
+            db: std::sync::Arc::clone(&self.db),
+            write,
+        }))
+    }
+
+    fn describe(&self) -> String {
+        format!("RocksDB {:?} (one value per record)", self.durability)
+    }
+}
