@@ -115,7 +115,8 @@ impl SizeArg {
 /// The seed experiments' steps (`cargo xtask seeds` runs them, one process each).
 #[derive(Debug, Subcommand)]
 enum Seed {
-    /// Runs a whole-stack experiment: `fastpath` (seed 000) or `bufpool` (seed 002).
+    /// Runs an experiment through the YCSB driver: `fastpath` (seed 000), `bufpool` (seed 002)
+    /// or `idlock` (seed 004).
     Run {
         /// Which.
         name: String,
@@ -126,8 +127,7 @@ enum Seed {
         #[arg(long, default_value = "target/seeds")]
         out: PathBuf,
     },
-    /// Reads a crate benchmark's output into a result: `reorder` (increment), `tracing`,
-    /// `idlock` (blockcache).
+    /// Reads a crate benchmark's output into a result: `reorder` (increment) or `tracing`.
     Import {
         /// Which.
         name: String,
@@ -154,7 +154,12 @@ fn seed(command: Seed) -> Result<(), String> {
             let result = match name.as_str() {
                 "fastpath" => seeds::fastpath::run_seed(size.size())?,
                 "bufpool" => seeds::bufpool::run_seed(size.size())?,
-                other => return Err(format!("no whole-stack seed {other}; fastpath or bufpool")),
+                "idlock" => seeds::idlock::run_seed(size.size())?,
+                other => {
+                    return Err(format!(
+                        "no such seed {other}; fastpath, bufpool or idlock (the others are imported)"
+                    ));
+                }
             };
             print!("{}", seeds::report::section(&result));
             result.save(&out)
@@ -170,7 +175,6 @@ fn seed(command: Seed) -> Result<(), String> {
             let result = match name.as_str() {
                 "reorder" => seeds::imported::reorder(&text, size.size())?,
                 "tracing" => seeds::imported::tracing(&text, size.size())?,
-                "idlock" => seeds::imported::idlock(&text, size.size())?,
                 other => return Err(format!("nothing to import as {other}")),
             };
             print!("{}", seeds::report::section(&result));

@@ -1,7 +1,7 @@
-//! `cargo xtask seeds`: the five seed experiments end to end, one process each — the two
-//! whole-stack ones through `keel-bench seed run`, the three crate-level ones as their own
-//! benchmarks (`increment`, `tracing` in two builds, `idlock`) whose output `keel-bench seed
-//! import` reads — then `keel-bench seed report` writes `target/seeds/report.md`, an SVG chart
+//! `cargo xtask seeds`: the five seed experiments end to end, one process each — three through
+//! `keel-bench seed run` (the YCSB driver: `fastpath`, `bufpool`, `idlock`), two as keel-region's
+//! own benchmarks (`increment`, `tracing` in two builds) whose output `keel-bench seed import`
+//! reads — then `keel-bench seed report` writes `target/seeds/report.md`, an SVG chart
 //! per experiment, and the headline `figure:` lines.
 
 use std::io::{BufRead, BufReader};
@@ -107,17 +107,9 @@ pub(crate) fn seeds(size: &str) -> Result<(), String> {
     args.extend(crate_args);
     args.extend(["--compiled-out", &compiled_out]);
     import("tracing", &tee(cargo(&args))?)?;
-    // 004: id-lock pools, keel-blockcache's benchmark.
-    let mut args = vec![
-        "bench",
-        "--locked",
-        "-p",
-        "keel-blockcache",
-        "--bench",
-        "idlock",
-        "--",
-    ];
-    args.extend(crate_args);
-    import("idlock", &tee(cargo(&args))?)?;
+    // 004: id-lock pools, embedded through the YCSB driver.
+    run(keel_bench(&[
+        "seed", "run", "idlock", "--size", size, "--out", &out_arg,
+    ]))?;
     run(keel_bench(&["seed", "report", "--out", &out_arg]))
 }

@@ -1,6 +1,6 @@
-//! Seeds 001, 003 and 004 come from keel-region's and keel-blockcache's own benchmarks
-//! (`increment`, `tracing`, `blockcache`), each run in its own process by `cargo xtask seeds`;
-//! this reads their output (tables and `figure:` lines) into [`SeedResult`]s.
+//! Seeds 001 and 003 come from keel-region's own benchmarks (`increment`, `tracing`), each run
+//! in its own process by `cargo xtask seeds`; this reads their output (tables and `figure:`
+//! lines) into [`SeedResult`]s.
 
 use super::{Row, SeedResult, Size};
 
@@ -138,63 +138,6 @@ pub fn tracing(output: &str, size: Size) -> Result<SeedResult, String> {
              cost about 2 ms at p95 and 1 ms at p99 with tracing disabled."
                 .into(),
         ],
-        series: Vec::new(),
-        size,
-    })
-}
-
-/// Seed 004 from `cargo bench -p keel-blockcache --bench idlock`.
-pub fn idlock(output: &str, size: Size) -> Result<SeedResult, String> {
-    // Sections: the id locks alone, the bucket cache's heap area, its mmap area; rows
-    // "pool reads/s vs-weak objects/1000 p50".
-    let section = |title: &str| -> Result<(f64, f64), String> {
-        let start = output
-            .find(title)
-            .ok_or_else(|| format!("no section {title:?}"))?;
-        let text = &output[start..];
-        let weak = numbers_after(text, "weak")?;
-        let soft = numbers_after(text, "soft")?;
-        Ok((soft[0], weak[0]))
-    };
-    let (locks_soft, locks_weak) = section("every read under its id read lock")?;
-    let (heap_soft, heap_weak) = section("Bucket cache (heap area)")?;
-    let (mmap_soft, mmap_weak) = section("Bucket cache (mmap area)")?;
-    let rows = vec![
-        ratio_row(
-            "reads/s, bucket cache, heap area (seed: on-heap)",
-            heap_soft,
-            heap_weak,
-            Some((276_022.974_356, 260_577.212_104)),
-        ),
-        ratio_row(
-            "reads/s, bucket cache, mmap area (seed: off-heap)",
-            mmap_soft,
-            mmap_weak,
-            Some((226_204.013_586, 211_868.525_664)),
-        ),
-        ratio_row(
-            "lock/unlocks per second, id locks alone",
-            locks_soft,
-            locks_weak,
-            None,
-        ),
-    ];
-    Ok(SeedResult {
-        id: "seed004".into(),
-        name: "idlock".into(),
-        hbase: "HBASE-17747".into(),
-        title: "soft vs weak id-lock pool, 100% block-cache hits, read only".into(),
-        labels: ("soft".into(), "weak".into()),
-        setup: "keel-blockcache: a bucket cache holding every block, 8 threads reading zipfian 1 KiB \
-                blocks under their slot's id lock (`cargo xtask bench blockcache`). Crate-level, not \
-                through keel-region; one round per pool (the seed averaged four)."
-            .into(),
-        figure: (
-            "seed004_soft_vs_weak".into(),
-            figure(output, "blockcache_soft_vs_weak")?,
-        ),
-        rows,
-        notes: Vec::new(),
         series: Vec::new(),
         size,
     })

@@ -1,12 +1,13 @@
 //! The five seed experiments (`cargo xtask seeds`): each HBase comparison A/B on this machine,
-//! beside the seed's published numbers. The two that need the whole stack over the network run
-//! here (`fastpath`, `bufpool`: keel-bench's YCSB driver against an in-process `keel serve`);
-//! the other three are keel-region's and keel-blockcache's own benchmarks, whose `figure:`
-//! lines `import` turns into the same kind of result. `report` writes `report.md` and an SVG
+//! beside the seed's published numbers. Three run here through keel-bench's YCSB driver:
+//! `fastpath` and `bufpool` against an in-process `keel serve`, `idlock` embedded. The other
+//! two are keel-region's own benchmarks (`increment`, `tracing`), whose output `import` turns
+//! into the same kind of result. `report` writes `report.md` and an SVG
 //! chart per experiment.
 
 pub mod bufpool;
 pub mod fastpath;
+pub mod idlock;
 pub mod imported;
 pub mod report;
 

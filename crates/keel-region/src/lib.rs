@@ -44,6 +44,7 @@ mod server;
 mod trace;
 
 pub use error::RegionError;
+pub use keel_blockcache::{AreaKind, PoolKind};
 /// Store-file settings a family carries (re-exported so users need not depend on keel-storefile).
 pub use keel_storefile::{BloomType, WriterOptions};
 pub use limits::{CompactionThroughput, RegionLimits};
@@ -52,7 +53,7 @@ pub use region::{
     WriteOrder, WriteTimings,
 };
 pub use scan::{ColumnValueFilter, CompareOp, RegionScanner, Scan};
-pub use server::{RegionServer, ServerOptions, ServerStats, Table};
+pub use server::{BlockCacheKind, RegionServer, ServerOptions, ServerStats, Table};
 
 /// The README's embedded example, compiled and run as a doctest.
 #[doc = include_str!("../../../README.md")]

@@ -66,14 +66,14 @@ pub enum BlockReads {
     /// Every read goes to the file.
     #[default]
     Direct,
-    /// Reads go through this cache.
-    Cached(Arc<keel_blockcache::LruBlockCache>),
+    /// Reads go through this cache (an LRU cache, or a bucket cache).
+    Cached(Arc<dyn keel_blockcache::BlockCache>),
 }
 
 /// keel-storefile's block source over a keel-blockcache cache.
 #[derive(Debug)]
 struct CachedSource {
-    cache: Arc<keel_blockcache::LruBlockCache>,
+    cache: Arc<dyn keel_blockcache::BlockCache>,
     in_memory: bool,
 }
 
@@ -83,17 +83,29 @@ impl keel_storefile::BlockSource for CachedSource {
         key: keel_storefile::BlockKey,
         load: &mut dyn FnMut() -> keel_storefile::Result<Bytes>,
     ) -> keel_storefile::Result<Bytes> {
-        use keel_blockcache::BlockCache;
         let key = keel_blockcache::BlockKey {
             file_id: key.file_id,
             offset: key.offset,
         };
+        // `BlockCache::get_or_load`'s single-flight load, through the trait object: look, take
+        // the block's id lock, look again (not a second miss), load and cache.
         let mut missed = false;
-        let block = self.cache.get_or_load(key, self.in_memory, &mut || {
-            missed = true;
-            event!(TRACE, file = key.file_id, offset = key.offset, "block read");
-            load()
-        });
+        let block = match self.cache.get(&key, true, false) {
+            Some(block) => Ok(block),
+            None => {
+                let _loading = self.cache.id_locks().write(&key);
+                match self.cache.get(&key, true, true) {
+                    Some(block) => Ok(block),
+                    None => {
+                        missed = true;
+                        event!(TRACE, file = key.file_id, offset = key.offset, "block read");
+                        load().inspect(|block| {
+                            self.cache.insert(key, block.clone(), self.in_memory);
+                        })
+                    }
+                }
+            }
+        };
         let outcome = if missed {
             "block cache miss"
         } else {

@@ -21,7 +21,9 @@ use crate::region::{BlockReads, Durability, FamilyOptions, Region, WriteOrder, W
 
 mod housekeeping;
 use housekeeping::Housekeeping;
-use keel_blockcache::{BlockCache, CacheStats, LruBlockCache, LruOptions};
+use keel_blockcache::{
+    AreaKind, BlockCache, BucketCache, BucketOptions, CacheStats, LruBlockCache, LruOptions,
+};
 
 /// How a [`RegionServer`] runs. Keys are HBase's where HBase has one.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +47,12 @@ pub struct ServerOptions {
     /// directly. HBase sizes it as `hfile.block.cache.size` (0.4) of the heap; Keel has no heap
     /// to take a share of, so 256 MiB.
     pub block_cache_bytes: u64,
+    /// Which cache that is: HBase's on-heap LRU cache (the default) or its bucket cache, whose
+    /// every read takes its slot's id read lock (where HBASE-17747's pool choice matters).
+    pub block_cache_kind: BlockCacheKind,
+    /// The pool of the cache's id locks (`None`: the cache's default, soft as HBase's since
+    /// HBASE-17747; `PoolKind::Weak` is HBase's earlier choice).
+    pub block_cache_lock_pool: Option<keel_blockcache::PoolKind>,
     /// The memory Keel may use for memstores and block cache (Keel's stand-in for HBase's heap,
     /// 1 GiB). Checked at start as HBase checks its heap: the global memstore limit and the
     /// block cache together may take at most 80% of it.
@@ -87,6 +95,8 @@ impl Default for ServerOptions {
             write_order: WriteOrder::Reordered,
             wal: WalOptions::default(),
             block_cache_bytes: 256 << 20,
+            block_cache_kind: BlockCacheKind::Lru,
+            block_cache_lock_pool: None,
             flusher_threads: 2,
             flush_check_interval: std::time::Duration::from_millis(100),
             memory_bytes,
@@ -151,6 +161,56 @@ pub struct ServerStats {
     pub compaction_throttled: std::time::Duration,
 }
 
+/// Which block cache a server's store files read through.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum BlockCacheKind {
+    /// HBase's on-heap LRU cache (`LruBlockCache`): ids are locked only to load a missing block.
+    #[default]
+    Lru,
+    /// HBase's bucket cache (`BucketCache`) in this area (heap: HBase's "offheap"; a mapped
+    /// file: its "file" engine).
+    Bucket(keel_blockcache::AreaKind),
+}
+
+/// The cache, and the same cache as a bucket cache when it is one (for its slot locks).
+type Caches = (Arc<dyn BlockCache>, Option<Arc<BucketCache>>);
+
+fn block_cache(options: &ServerOptions) -> Result<Caches, RegionError> {
+    Ok(match &options.block_cache_kind {
+        BlockCacheKind::Lru => {
+            let defaults = LruOptions::default();
+            let lru = Arc::new(LruBlockCache::new(LruOptions {
+                capacity_bytes: options.block_cache_bytes,
+                id_lock_pool: options
+                    .block_cache_lock_pool
+                    .unwrap_or(defaults.id_lock_pool),
+                ..defaults
+            }));
+            (lru, None)
+        }
+        BlockCacheKind::Bucket(area) => {
+            let defaults = BucketOptions::default();
+            let path = match area {
+                AreaKind::Mapped(path) => path.clone(),
+                AreaKind::Heap => std::path::PathBuf::from("(heap)"),
+            };
+            let bucket = Arc::new(
+                BucketCache::new(BucketOptions {
+                    capacity_bytes: usize::try_from(options.block_cache_bytes)
+                        .unwrap_or(usize::MAX),
+                    area: area.clone(),
+                    id_lock_pool: options
+                        .block_cache_lock_pool
+                        .unwrap_or(defaults.id_lock_pool),
+                    ..defaults
+                })
+                .map_err(|e| crate::error::io("creating the bucket cache", &path, e))?,
+            );
+            (Arc::clone(&bucket) as Arc<dyn BlockCache>, Some(bucket))
+        }
+    })
+}
+
 struct Hosted {
     entry: TableEntry,
     region: Option<Arc<Region>>,
@@ -163,6 +223,8 @@ pub struct RegionServer {
     options: ServerOptions,
     wal: Arc<Wal>,
     reads: BlockReads,
+    /// The block cache as a bucket cache, when it is one.
+    bucket: Option<Arc<BucketCache>>,
     tables: Arc<RwLock<BTreeMap<String, Hosted>>>,
     catalog: Mutex<Catalog>,
     account: Arc<MemoryAccount>,
@@ -218,13 +280,11 @@ impl RegionServer {
             &dir.join("wal"),
             options.wal.clone(),
         )?);
-        let reads = if options.block_cache_bytes == 0 {
-            BlockReads::Direct
+        let (reads, bucket) = if options.block_cache_bytes == 0 {
+            (BlockReads::Direct, None)
         } else {
-            BlockReads::Cached(Arc::new(LruBlockCache::new(LruOptions {
-                capacity_bytes: options.block_cache_bytes,
-                ..LruOptions::default()
-            })))
+            let (cache, bucket) = block_cache(&options)?;
+            (BlockReads::Cached(cache), bucket)
         };
         let high = options.global_memstore_bytes;
         let low = (high as f64 * options.global_memstore_low_fraction) as u64;
@@ -235,6 +295,7 @@ impl RegionServer {
             options,
             wal,
             reads,
+            bucket,
             tables: Arc::new(RwLock::new(BTreeMap::new())),
             catalog: Mutex::new(catalog.clone()),
             account,
@@ -417,8 +478,13 @@ impl RegionServer {
         }
     }
 
-    /// The shared block cache's id-lock pool counters (HBASE-17747; `None` without a cache).
+    /// The shared block cache's id-lock pool counters (HBASE-17747; `None` without a cache): a
+    /// bucket cache's slot locks, taken by every read; an LRU cache's load locks, taken on
+    /// misses.
     pub fn block_cache_lock_stats(&self) -> Option<keel_blockcache::IdLockStats> {
+        if let Some(bucket) = &self.bucket {
+            return Some(bucket.slot_locks().stats());
+        }
         match &self.reads {
             BlockReads::Direct => None,
             BlockReads::Cached(cache) => Some(cache.id_locks().stats()),

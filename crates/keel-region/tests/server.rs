@@ -273,3 +273,79 @@ fn request_counters_store_file_sizes_and_wal_stats() {
     );
     let _ = server.wal_closed_segments();
 }
+
+/// Store files read through a bucket cache, whose every read takes its slot's id lock from the
+/// chosen pool (HBASE-17747): a weak pool makes a lock object per read, a soft one keeps them.
+#[test]
+fn a_bucket_cache_with_a_weak_or_a_soft_id_lock_pool() {
+    use keel_region::{AreaKind, BlockCacheKind, PoolKind, matcher::ReadQuery};
+    let mut created = Vec::new();
+    for pool in [
+        PoolKind::Weak,
+        PoolKind::Soft {
+            max_entries: 10_000,
+        },
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = RegionServer::open(
+            dir.path(),
+            ServerOptions {
+                block_cache_kind: BlockCacheKind::Bucket(AreaKind::Heap),
+                block_cache_bytes: 64 << 20,
+                block_cache_lock_pool: Some(pool),
+                ..ServerOptions::default()
+            },
+        )
+        .expect("open");
+        let t = server
+            .create_table("t", vec![FamilyOptions::new("cf")])
+            .expect("create");
+        for i in 0..200 {
+            t.put(format!("r{i:04}").as_bytes(), b"cf", b"q", &[b'v'; 100])
+                .expect("put");
+        }
+        t.flush().expect("flush");
+        let reads = 3 * 200;
+        for _ in 0..3 {
+            for i in 0..200 {
+                let cells = t
+                    .get(
+                        format!("r{i:04}").as_bytes(),
+                        &ReadQuery::latest(0, i64::MAX / 2),
+                    )
+                    .expect("get");
+                assert_eq!(cells.len(), 1);
+            }
+        }
+        // The bucket cache's writers insert in the background: wait for the hits.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            for i in 0..200 {
+                t.get(
+                    format!("r{i:04}").as_bytes(),
+                    &ReadQuery::latest(0, i64::MAX / 2),
+                )
+                .expect("get");
+            }
+            if server.block_cache_stats().expect("cached").hits >= 200 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the bucket cache never hit"
+            );
+        }
+        let locks = server.block_cache_lock_stats().expect("cached");
+        created.push((pool, locks.created, reads));
+    }
+    let (_, weak, reads) = created[0];
+    let (_, soft, _) = created[1];
+    assert!(
+        weak > reads as u64 / 2,
+        "weak: a lock object per read ({weak})"
+    );
+    assert!(
+        soft * 10 < weak,
+        "soft keeps its lock objects ({soft} vs {weak})"
+    );
+}
