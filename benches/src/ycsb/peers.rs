@@ -11,10 +11,8 @@
 
 use std::path::Path;
 
-use bytes::Bytes;
-
 use super::db::{Db, Record, Status, Target};
-use super::targets::{decode_record, encode_record};
+use super::targets::{decode_record, encode_record, merge};
 
 /// How durable an acknowledged write is, in Keel's terms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,18 +107,12 @@ impl Db for FjallDb {
 
     fn update(&mut self, _table: &str, key: &str, values: &Record) -> Status {
         // Read, merge, write, as YCSB's key-value bindings do.
-        let mut current = match self.partition.get(key.as_bytes()) {
+        let current = match self.partition.get(key.as_bytes()) {
             Ok(Some(value)) => decode_record(&value).unwrap_or_default(),
             Ok(None) => Vec::new(),
             Err(_) => return Status::Error,
         };
-        for (name, value) in values {
-            match current.iter_mut().find(|(n, _)| n == name) {
-                Some(slot) => slot.1 = value.clone(),
-                None => current.push((name.clone(), Bytes::clone(value))),
-            }
-        }
-        self.write(key, &current)
+        self.write(key, &merge(current, values))
     }
 
     fn insert(&mut self, _table: &str, key: &str, values: &Record) -> Status {
@@ -219,18 +211,12 @@ impl Db for RocksDbDb {
     }
 
     fn update(&mut self, _table: &str, key: &str, values: &Record) -> Status {
-        let mut current = match self.db.get(key.as_bytes()) {
+        let current = match self.db.get(key.as_bytes()) {
             Ok(Some(value)) => decode_record(&value).unwrap_or_default(),
             Ok(None) => Vec::new(),
             Err(_) => return Status::Error,
         };
-        for (name, value) in values {
-            match current.iter_mut().find(|(n, _)| n == name) {
-                Some(slot) => slot.1 = value.clone(),
-                None => current.push((name.clone(), Bytes::clone(value))),
-            }
-        }
-        self.write(key, &current)
+        self.write(key, &merge(current, values))
     }
 
     fn insert(&mut self, _table: &str, key: &str, values: &Record) -> Status {

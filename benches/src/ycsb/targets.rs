@@ -59,7 +59,8 @@ pub fn decode_record(mut bytes: &[u8]) -> Option<Record> {
     Some(out)
 }
 
-fn merge(mut current: Record, update: &Record) -> Record {
+/// `current` with `update`'s fields written over it (an update of a one-value record).
+pub(crate) fn merge(mut current: Record, update: &Record) -> Record {
     for (name, value) in update {
         match current.iter_mut().find(|(n, _)| n == name) {
             Some(slot) => slot.1 = value.clone(),

@@ -244,31 +244,7 @@ fn pipelined_requests_are_answered_in_order() {
     let server = start(dir.path(), 16 << 20);
     let address = server.local_addr();
     let mut c = Client::connect(address, Transport::Framed, Protocol::Binary).expect("connect");
-    c.call(&Call::CreateTable {
-        table: b("t"),
-        families: vec![ColumnDescriptor {
-            name: b("cf:"),
-            ..ColumnDescriptor::default()
-        }],
-    })
-    .expect("create");
-    let rows: Vec<Bytes> = (0..3000).map(|i| b(&format!("r{i:05}"))).collect();
-    c.call(&Call::MutateRows {
-        table: b("t"),
-        batches: rows
-            .iter()
-            .map(|row| BatchMutation {
-                row: row.clone(),
-                mutations: vec![Mutation {
-                    column: b("cf:v"),
-                    value: Some(Bytes::from(vec![b'v'; 100])),
-                    ..Mutation::default()
-                }],
-            })
-            .collect(),
-        timestamp: None,
-    })
-    .expect("load");
+    let rows = create_and_load(&mut c, 3000, 100);
     let calls = [
         Call::GetRows {
             table: b("t"),
@@ -325,31 +301,7 @@ fn a_client_gone_mid_call_leaves_no_scanner_behind() {
     let server = ThriftServer::start(Arc::clone(&handler), options).expect("start");
     let address = server.local_addr();
     let mut c = Client::connect(address, Transport::Framed, Protocol::Binary).expect("connect");
-    c.call(&Call::CreateTable {
-        table: b("t"),
-        families: vec![ColumnDescriptor {
-            name: b("cf:"),
-            ..ColumnDescriptor::default()
-        }],
-    })
-    .expect("create");
-    let rows: Vec<Bytes> = (0..3000).map(|i| b(&format!("r{i:05}"))).collect();
-    c.call(&Call::MutateRows {
-        table: b("t"),
-        batches: rows
-            .iter()
-            .map(|row| BatchMutation {
-                row: row.clone(),
-                mutations: vec![Mutation {
-                    column: b("cf:v"),
-                    value: Some(b("v")),
-                    ..Mutation::default()
-                }],
-            })
-            .collect(),
-        timestamp: None,
-    })
-    .expect("load");
+    let rows = create_and_load(&mut c, 3000, 1);
     let busy = std::sync::atomic::AtomicBool::new(true);
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -400,4 +352,35 @@ fn drop_clients_mid_call(address: std::net::SocketAddr) {
         socket.write_all(&body).expect("write");
         drop(socket);
     }
+}
+
+/// Creates table `t` (family `cf`) and writes `rows` rows of one `value_len`-byte value each in
+/// one call; returns the row keys.
+fn create_and_load(c: &mut Client, rows: usize, value_len: usize) -> Vec<Bytes> {
+    c.call(&Call::CreateTable {
+        table: b("t"),
+        families: vec![ColumnDescriptor {
+            name: b("cf:"),
+            ..ColumnDescriptor::default()
+        }],
+    })
+    .expect("create");
+    let keys: Vec<Bytes> = (0..rows).map(|i| b(&format!("r{i:05}"))).collect();
+    c.call(&Call::MutateRows {
+        table: b("t"),
+        batches: keys
+            .iter()
+            .map(|row| BatchMutation {
+                row: row.clone(),
+                mutations: vec![Mutation {
+                    column: b("cf:v"),
+                    value: Some(Bytes::from(vec![b'v'; value_len])),
+                    ..Mutation::default()
+                }],
+            })
+            .collect(),
+        timestamp: None,
+    })
+    .expect("load");
+    keys
 }

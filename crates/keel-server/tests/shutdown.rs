@@ -55,21 +55,23 @@ fn connect(port: u16) -> Client {
     }
 }
 
-#[test]
-fn sigterm_finishes_flushes_and_a_restart_finds_every_write() {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// A `keel.toml` in `dir` with its data under `dir/data`, a free port, and `extra` lines;
+/// returns the port and the file.
+fn write_config(dir: &std::path::Path, extra: &str) -> (u16, std::path::PathBuf) {
     let port = free_port();
-    let config = dir.path().join("keel.toml");
+    let config = dir.join("keel.toml");
     std::fs::write(
         &config,
         format!(
-            "\"keel.data.dir\" = \"{}\"\n\"hbase.regionserver.thrift.port\" = {port}\n\"hbase.regionserver.handler.count\" = 4\n",
-            dir.path().join("data").display()
+            "\"keel.data.dir\" = \"{}\"\n\"hbase.regionserver.thrift.port\" = {port}\n{extra}",
+            dir.join("data").display()
         ),
     )
     .expect("config");
-    let mut server = start(&config);
-    let mut c = connect(port);
+    (port, config)
+}
+
+fn create_table(c: &mut Client) {
     c.call(&Call::CreateTable {
         table: b("t"),
         families: vec![ColumnDescriptor {
@@ -78,6 +80,15 @@ fn sigterm_finishes_flushes_and_a_restart_finds_every_write() {
         }],
     })
     .expect("create");
+}
+
+#[test]
+fn sigterm_finishes_flushes_and_a_restart_finds_every_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (port, config) = write_config(dir.path(), "\"hbase.regionserver.handler.count\" = 4\n");
+    let mut server = start(&config);
+    let mut c = connect(port);
+    create_table(&mut c);
     for i in 0..100 {
         c.call(&Call::MutateRows {
             table: b("t"),
@@ -190,26 +201,10 @@ fn write_until_refused(port: u16, writer: usize) -> Acknowledged {
 #[test]
 fn sigkill_under_a_write_load_loses_no_acknowledged_write() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let port = free_port();
-    let config = dir.path().join("keel.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "\"keel.data.dir\" = \"{}\"\n\"hbase.regionserver.thrift.port\" = {port}\n",
-            dir.path().join("data").display()
-        ),
-    )
-    .expect("config");
+    let (port, config) = write_config(dir.path(), "");
     let mut server = start(&config);
     let mut c = connect(port);
-    c.call(&Call::CreateTable {
-        table: b("t"),
-        families: vec![ColumnDescriptor {
-            name: b("cf:"),
-            ..ColumnDescriptor::default()
-        }],
-    })
-    .expect("create");
+    create_table(&mut c);
     let writers: Vec<_> = (0..8)
         .map(|w| std::thread::spawn(move || write_until_refused(port, w)))
         .collect();

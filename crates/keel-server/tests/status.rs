@@ -96,6 +96,17 @@ fn value(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)])
         .sum()
 }
 
+fn create_table(c: &mut Client) {
+    c.call(&Call::CreateTable {
+        table: b("t"),
+        families: vec![ColumnDescriptor {
+            name: b("cf:"),
+            ..ColumnDescriptor::default()
+        }],
+    })
+    .expect("create");
+}
+
 fn put(row: &str) -> Call {
     Call::MutateRows {
         table: b("t"),
@@ -121,14 +132,7 @@ fn metrics_parse_while_a_load_runs_and_move_as_it_predicts() {
         Protocol::Binary,
     )
     .expect("connect");
-    c.call(&Call::CreateTable {
-        table: b("t"),
-        families: vec![ColumnDescriptor {
-            name: b("cf:"),
-            ..ColumnDescriptor::default()
-        }],
-    })
-    .expect("create");
+    create_table(&mut c);
     let before = metrics(status);
     let appends_before = value(&before, "keel_wal_appends_total", &[]);
     let writes_before = value(
@@ -219,14 +223,7 @@ fn json_and_page_show_the_store_and_the_history_fills() {
         Protocol::Binary,
     )
     .expect("connect");
-    c.call(&Call::CreateTable {
-        table: b("t"),
-        families: vec![ColumnDescriptor {
-            name: b("cf:"),
-            ..ColumnDescriptor::default()
-        }],
-    })
-    .expect("create");
+    create_table(&mut c);
     for i in 0..25 {
         c.call(&put(&format!("r{i}"))).expect("put");
     }
