@@ -804,20 +804,17 @@ impl Region {
                 .collect();
             sources.push(Box::new(MemSource(memstore)));
             let mut merge = MergeScanner::new(sources, &first)?;
+            let mut skip = crate::scan::ColumnSkip::default();
             while let Some(cell) = merge.next()? {
                 if cell.row() != &row {
                     break;
                 }
+                if skip.still_in_column(&cell, &mut merge)? {
+                    continue;
+                }
                 let admitted = matcher.admit(&cell);
-                // Skip the column's older versions in every source at once — except in the
-                // empty-qualifier column, where family delete markers live: one with an older
-                // timestamp sorts after that column's puts and must still be seen.
-                if matcher.column_done() && !cell.qualifier().is_empty() {
-                    merge.seek(&CellKey::last_on_column(
-                        row.clone(),
-                        cell.family().clone(),
-                        cell.qualifier().clone(),
-                    ))?;
+                if matcher.column_done() {
+                    skip.column_done(&cell);
                 }
                 if admitted {
                     out.push(cell);

@@ -189,6 +189,7 @@ impl Scan {
 pub struct RegionScanner {
     merge: MergeScanner<'static>,
     matcher: Matcher,
+    skip: ColumnSkip,
     scan: Scan,
     /// The first cell of the next row, read while finishing the previous one.
     lookahead: Option<Cell>,
@@ -196,6 +197,50 @@ pub struct RegionScanner {
     ready: VecDeque<Vec<Cell>>,
     rows: usize,
     done: bool,
+}
+
+/// Skipping a finished column's older versions (HBase's `trySkipToNextColumn`). When the
+/// matcher has all the versions it wants of a column, the rest of that column is skipped in
+/// every source at once with a seek — but only if the next cell is still in that column. With
+/// one version per column (the common case) the next cell is already the next column, and the
+/// seek, which re-positions every source, would be pure cost.
+///
+/// The empty-qualifier column is never skipped: family delete markers live there, and one with
+/// an older timestamp sorts after that column's puts and must still be seen.
+#[derive(Debug, Default)]
+pub(crate) struct ColumnSkip {
+    /// (row, family, qualifier) of the column just finished.
+    done: Option<(Bytes, Bytes, Bytes)>,
+}
+
+impl ColumnSkip {
+    /// Notes that `cell`'s column has all the versions the read wants.
+    pub(crate) fn column_done(&mut self, cell: &Cell) {
+        if !cell.qualifier().is_empty() {
+            self.done = Some((
+                cell.row().clone(),
+                cell.family().clone(),
+                cell.qualifier().clone(),
+            ));
+        }
+    }
+
+    /// True if `next` is an older version of the finished column: `merge` has then been moved
+    /// past that column, and `next` is to be dropped and the next cell read instead.
+    pub(crate) fn still_in_column(
+        &mut self,
+        next: &Cell,
+        merge: &mut MergeScanner<'_>,
+    ) -> Result<bool, RegionError> {
+        let Some((row, family, qualifier)) = self.done.take() else {
+            return Ok(false);
+        };
+        if next.row() != &row || next.family() != &family || next.qualifier() != &qualifier {
+            return Ok(false);
+        }
+        merge.seek(&CellKey::last_on_column(row, family, qualifier))?;
+        Ok(true)
+    }
 }
 
 impl std::fmt::Debug for RegionScanner {
@@ -213,6 +258,7 @@ impl RegionScanner {
         RegionScanner {
             merge,
             matcher,
+            skip: ColumnSkip::default(),
             scan,
             lookahead: None,
             exhausted: false,
@@ -232,6 +278,11 @@ impl RegionScanner {
                 None if self.exhausted => None,
                 None => self.merge.next()?,
             };
+            if let Some(c) = &cell {
+                if self.skip.still_in_column(c, &mut self.merge)? {
+                    continue;
+                }
+            }
             let Some(cell) = cell.filter(|c| !self.scan.past_end(c.row())) else {
                 self.exhausted = true;
                 return Ok(self.kept(row));
@@ -249,15 +300,8 @@ impl RegionScanner {
                 continue;
             }
             let admitted = self.matcher.admit(&cell);
-            // Skip the column's older versions in every source at once — except in the
-            // empty-qualifier column, where family delete markers live (one with an older
-            // timestamp sorts after that column's puts and must still be seen).
-            if self.matcher.column_done() && !cell.qualifier().is_empty() {
-                self.merge.seek(&CellKey::last_on_column(
-                    cell.row().clone(),
-                    cell.family().clone(),
-                    cell.qualifier().clone(),
-                ))?;
+            if self.matcher.column_done() {
+                self.skip.column_done(&cell);
             }
             if admitted {
                 row.push(cell);
