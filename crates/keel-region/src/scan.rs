@@ -278,10 +278,10 @@ impl RegionScanner {
                 None if self.exhausted => None,
                 None => self.merge.next()?,
             };
-            if let Some(c) = &cell {
-                if self.skip.still_in_column(c, &mut self.merge)? {
-                    continue;
-                }
+            if let Some(c) = &cell
+                && self.skip.still_in_column(c, &mut self.merge)?
+            {
+                continue;
             }
             let Some(cell) = cell.filter(|c| !self.scan.past_end(c.row())) else {
                 self.exhausted = true;
