@@ -55,33 +55,35 @@ impl Fjall {
     }
 }
 
-struct FjallDb {
-    keyspace: fjall::Keyspace,
-    partition: fjall::PartitionHandle,
-    mode: fjall::PersistMode,
+/// What a key-value engine offers the YCSB operations: one value per key.
+trait KeyValue: Send {
+    /// The value of `key`, if any.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, ()>;
+    /// Writes `value` at `key`, at the engine's matched durability.
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), ()>;
+    /// Reads up to `count` entries from `start` on.
+    fn scan(&self, start: &[u8], count: usize) -> Result<(), ()>;
 }
 
-impl FjallDb {
+/// YCSB's key-value binding over any [`KeyValue`]: a record is one encoded value, an update
+/// reads, merges and writes it.
+struct OneValuePerRecord<K>(K);
+
+impl<K: KeyValue> OneValuePerRecord<K> {
     fn write(&self, key: &str, values: &Record) -> Status {
-        let written = self
-            .partition
-            .insert(key.as_bytes(), encode_record(values).as_ref())
-            .and_then(|()| self.keyspace.persist(self.mode));
-        if written.is_ok() {
-            Status::Ok
-        } else {
-            Status::Error
+        match self.0.put(key.as_bytes(), &encode_record(values)) {
+            Ok(()) => Status::Ok,
+            Err(()) => Status::Error,
         }
     }
 }
 
-impl Db for FjallDb {
+impl<K: KeyValue> Db for OneValuePerRecord<K> {
     fn read(&mut self, _table: &str, key: &str, _fields: Option<&[String]>) -> Status {
-        match self.partition.get(key.as_bytes()) {
+        match self.0.get(key.as_bytes()) {
             Ok(Some(value)) if decode_record(&value).is_some() => Status::Ok,
-            Ok(Some(_)) => Status::Error,
+            Ok(Some(_)) | Err(()) => Status::Error,
             Ok(None) => Status::NotFound,
-            Err(_) => Status::Error,
         }
     }
 
@@ -92,25 +94,17 @@ impl Db for FjallDb {
         count: usize,
         _fields: Option<&[String]>,
     ) -> Status {
-        let mut seen = 0;
-        for item in self.partition.range(start.as_bytes().to_vec()..) {
-            if item.is_err() {
-                return Status::Error;
-            }
-            seen += 1;
-            if seen >= count {
-                break;
-            }
+        match self.0.scan(start.as_bytes(), count) {
+            Ok(()) => Status::Ok,
+            Err(()) => Status::Error,
         }
-        Status::Ok
     }
 
     fn update(&mut self, _table: &str, key: &str, values: &Record) -> Status {
-        // Read, merge, write, as YCSB's key-value bindings do.
-        let current = match self.partition.get(key.as_bytes()) {
+        let current = match self.0.get(key.as_bytes()) {
             Ok(Some(value)) => decode_record(&value).unwrap_or_default(),
             Ok(None) => Vec::new(),
-            Err(_) => return Status::Error,
+            Err(()) => return Status::Error,
         };
         self.write(key, &merge(current, values))
     }
@@ -120,16 +114,45 @@ impl Db for FjallDb {
     }
 }
 
+struct FjallDb {
+    keyspace: fjall::Keyspace,
+    partition: fjall::PartitionHandle,
+    mode: fjall::PersistMode,
+}
+
+impl KeyValue for FjallDb {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+        self.partition
+            .get(key)
+            .map(|v| v.map(|v| v.to_vec()))
+            .map_err(|_| ())
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), ()> {
+        self.partition
+            .insert(key, value)
+            .and_then(|()| self.keyspace.persist(self.mode))
+            .map_err(|_| ())
+    }
+
+    fn scan(&self, start: &[u8], count: usize) -> Result<(), ()> {
+        for item in self.partition.range(start.to_vec()..).take(count) {
+            item.map_err(|_| ())?;
+        }
+        Ok(())
+    }
+}
+
 impl Target for Fjall {
     fn connect(&self) -> Result<Box<dyn Db>, String> {
-        Ok(Box::new(FjallDb {
+        Ok(Box::new(OneValuePerRecord(FjallDb {
             keyspace: self.keyspace.clone(),
             partition: self.partition.clone(),
             mode: match self.durability {
                 PeerDurability::Sync => fjall::PersistMode::Buffer,
                 PeerDurability::Fsync => fjall::PersistMode::SyncData,
             },
-        }))
+        })))
     }
 
     fn describe(&self) -> String {
@@ -172,55 +195,21 @@ struct RocksDbDb {
     write: rocksdb::WriteOptions,
 }
 
-impl RocksDbDb {
-    fn write(&self, key: &str, values: &Record) -> Status {
-        match self
-            .db
-            .put_opt(key.as_bytes(), encode_record(values).as_ref(), &self.write)
-        {
-            Ok(()) => Status::Ok,
-            Err(_) => Status::Error,
-        }
-    }
-}
-
-impl Db for RocksDbDb {
-    fn read(&mut self, _table: &str, key: &str, _fields: Option<&[String]>) -> Status {
-        match self.db.get(key.as_bytes()) {
-            Ok(Some(value)) if decode_record(&value).is_some() => Status::Ok,
-            Ok(Some(_)) => Status::Error,
-            Ok(None) => Status::NotFound,
-            Err(_) => Status::Error,
-        }
+impl KeyValue for RocksDbDb {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+        self.db.get(key).map_err(|_| ())
     }
 
-    fn scan(
-        &mut self,
-        _table: &str,
-        start: &str,
-        count: usize,
-        _fields: Option<&[String]>,
-    ) -> Status {
-        let mode = rocksdb::IteratorMode::From(start.as_bytes(), rocksdb::Direction::Forward);
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<(), ()> {
+        self.db.put_opt(key, value, &self.write).map_err(|_| ())
+    }
+
+    fn scan(&self, start: &[u8], count: usize) -> Result<(), ()> {
+        let mode = rocksdb::IteratorMode::From(start, rocksdb::Direction::Forward);
         for item in self.db.iterator(mode).take(count) {
-            if item.is_err() {
-                return Status::Error;
-            }
+            item.map_err(|_| ())?;
         }
-        Status::Ok
-    }
-
-    fn update(&mut self, _table: &str, key: &str, values: &Record) -> Status {
-        let current = match self.db.get(key.as_bytes()) {
-            Ok(Some(value)) => decode_record(&value).unwrap_or_default(),
-            Ok(None) => Vec::new(),
-            Err(_) => return Status::Error,
-        };
-        self.write(key, &merge(current, values))
-    }
-
-    fn insert(&mut self, _table: &str, key: &str, values: &Record) -> Status {
-        self.write(key, values)
+        Ok(())
     }
 }
 
@@ -228,10 +217,10 @@ impl Target for RocksDb {
     fn connect(&self) -> Result<Box<dyn Db>, String> {
         let mut write = rocksdb::WriteOptions::default();
         write.set_sync(self.durability == PeerDurability::Fsync);
-        Ok(Box::new(RocksDbDb {
+        Ok(Box::new(OneValuePerRecord(RocksDbDb {
             db: std::sync::Arc::clone(&self.db),
             write,
-        }))
+        })))
     }
 
     fn describe(&self) -> String {

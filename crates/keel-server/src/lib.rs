@@ -14,5 +14,5 @@ mod net;
 pub mod status;
 
 pub use handler::{Handler, HandlerOptions};
-pub use net::{NetObserver, NetOptions, NetStats, ThriftServer};
+pub use net::{NetObserver, NetOptions, NetStats, ThriftServer, call_class};
 pub use status::{StatusOptions, StatusServer};

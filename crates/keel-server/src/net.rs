@@ -25,6 +25,7 @@ mod connection;
 mod dispatch;
 
 use connection::serve_connection;
+pub use dispatch::call_class;
 
 /// How the server listens and what it accepts.
 #[derive(Debug, Clone)]

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use crossbeam_channel::{Receiver, Sender};
-use keel_rpc::{CallClass, Executor, Failure, RpcOptions, RunInfo, ShutdownMode, Task};
-use keel_server::Handler;
+use keel_rpc::{Executor, Failure, RpcOptions, RunInfo, ShutdownMode, Task};
+use keel_server::{Handler, call_class};
 use keel_thrift::hbase::{Call, HbaseError, Reply, decode_call, encode_reply};
 use keel_thrift::{BinaryDecoder, BinaryEncoder, Encoder, Limits, MessageHeader};
 use mio::net::{TcpListener, TcpStream};
@@ -151,24 +151,6 @@ fn framed_reply(header: &MessageHeader, result: &Result<Reply, HbaseError>) -> V
     framed
 }
 
-fn class_of(call: &Call) -> CallClass {
-    match call {
-        Call::MutateRows { .. }
-        | Call::AtomicIncrement { .. }
-        | Call::IncrementRows { .. }
-        | Call::Append { .. }
-        | Call::DeleteAll { .. }
-        | Call::CheckAndPut { .. } => CallClass::Write,
-        Call::ScannerOpen { .. } | Call::ScannerGet { .. } | Call::ScannerClose { .. } => {
-            CallClass::Scan
-        }
-        Call::GetRows { .. } | Call::GetVersions { .. } | Call::GetRowOrBefore { .. } => {
-            CallClass::Read
-        }
-        _ => CallClass::Priority,
-    }
-}
-
 impl Loop {
     fn run(&mut self, stop: &AtomicBool) {
         let mut events = Events::with_capacity(1024);
@@ -261,7 +243,7 @@ impl Loop {
                 return false;
             };
             let size = len as u64;
-            let class = class_of(&call);
+            let class = call_class(&call);
             let work = Work {
                 handler: Arc::clone(&self.handler),
                 call: Some(call),

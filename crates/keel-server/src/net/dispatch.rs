@@ -21,7 +21,9 @@ use keel_thrift::{
 use super::Shared;
 use crate::Handler;
 
-pub(super) fn class_of(call: &Call) -> CallClass {
+/// The keel-rpc class a call is queued as: mutations write, scanner calls scan, other reads
+/// read, admin calls priority (HBase's `RWQueueRpcExecutor` split).
+pub fn call_class(call: &Call) -> CallClass {
     match call {
         Call::MutateRows { .. }
         | Call::AtomicIncrement { .. }
@@ -208,7 +210,7 @@ pub(super) fn respond(
         Err(CallError::Wire(_)) => return false,
     };
     shared.stats.requests.fetch_add(1, Ordering::Relaxed);
-    let class = class_of(&call);
+    let class = call_class(&call);
     replies.take_turn();
     let work = Work {
         connection,
