@@ -51,6 +51,15 @@ fn the_whole_stack_experiments_run_and_the_report_is_written() {
     let bufpool = seeds::bufpool::run_seed(Size::Quick).expect("bufpool");
     assert_eq!(bufpool.figure.0, "seed002_heap_alloc_reduction");
     assert!(bufpool.figure.1 > 0.0);
+    // Every design ran, beside the seed's two pools.
+    let designs = &bufpool.tables[0];
+    assert_eq!(designs.columns.len(), 6, "{:?}", designs.columns);
+    assert!(designs.rows.iter().all(|(_, v)| v.len() == 6));
+    let throughput = &designs.rows[0].1;
+    assert!(
+        throughput[..4].iter().all(|t| t.is_some_and(|t| t > 0.0)),
+        "{throughput:?}"
+    );
     bufpool.save(out.path()).expect("save");
     let idlock = seeds::idlock::run_seed(Size::Quick).expect("idlock");
     assert_eq!(idlock.figure.0, "seed004_soft_vs_weak");
@@ -84,4 +93,5 @@ fn the_whole_stack_experiments_run_and_the_report_is_written() {
         assert!(svg.starts_with("<svg"), "{}", r.name);
     }
     assert!(report.contains("| throughput, ops/s (30 handlers) |"));
+    assert!(report.contains("| measure | fixed-pool | plain | per-connection | shared-average |"));
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use keel_bench::ycsb::db::Status;
 use keel_bench::ycsb::generators::{
-    AcknowledgedCounter, ScrambledZipfian, SkewedLatest, Zipfian, fnv_hash64,
+    AcknowledgedCounter, Histogram, ScrambledZipfian, SkewedLatest, Zipfian, fnv_hash64,
 };
 use keel_bench::ycsb::measure::{Measurements, Report, java_double, ordinal};
 use keel_bench::ycsb::props::{Props, preset};
@@ -210,6 +210,65 @@ fn workload_files_presets_and_overrides() {
         assert_eq!(w.record_count, 1000, "{name}");
     }
     assert!(preset("g").is_none());
+}
+
+#[test]
+fn histogram_field_lengths_follow_ycsbs_arithmetic() {
+    // Buckets 0, 1, 2 with counts 0, 3, 1: a draw of 0 stops in bucket 0 (one block), 1–3 stop
+    // in bucket 1 (two blocks); YCSB's walk never reaches the last bucket here.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("hist.txt");
+    std::fs::write(&file, "BlockSize\t100\n0\t0\n1\t3\n2\t1\n").expect("write");
+    let h = Histogram::parse(&std::fs::read_to_string(&file).expect("read")).expect("parse");
+    assert_eq!(h.mean(), 125.0, "YCSB's mean: 100 × (1·3 + 2·1) ÷ 4");
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut counts = HashMap::new();
+    for _ in 0..40_000 {
+        *counts.entry(h.next(&mut rng)).or_insert(0u32) += 1;
+    }
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    let quarter = f64::from(counts[&100]) / 40_000.0;
+    assert!((quarter - 0.25).abs() < 0.01, "{quarter}");
+    // A draw past every bucket but the last gives the last bucket's index in blocks.
+    let tail = Histogram::new(vec![1, 0, 0, 5], 10).expect("histogram");
+    let mut seen: Vec<i64> = (0..2_000).map(|_| tail.next(&mut rng)).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen, [10, 30]);
+    // The workload reads it through `fieldlengthhistogram`.
+    let w = workload(&format!(
+        "fieldcount=50\nfieldlengthdistribution=histogram\nfieldlengthhistogram={}\n",
+        file.display()
+    ));
+    let lengths: Vec<usize> = w
+        .all_values(&mut rng)
+        .iter()
+        .map(|(_, v)| v.len())
+        .collect();
+    assert!(
+        lengths.iter().all(|l| [100, 200].contains(l)),
+        "{lengths:?}"
+    );
+    assert!(lengths.contains(&200));
+    // Bad files say what is wrong and where.
+    for (text, wanted) in [
+        ("", "empty"),
+        ("Blocks\t4\n0\t1\n", "line 1"),
+        ("BlockSize\tfour\n", "line 1"),
+        ("BlockSize\t4\n1\t1\n", "bucket 1 where bucket 0"),
+        ("BlockSize\t4\n0\t1\n1\n", "line 3"),
+        ("BlockSize\t4\n0\t0\n", "no counts"),
+        ("BlockSize\t4\n0\t-2\n", "negative"),
+    ] {
+        let e = Histogram::parse(text).expect_err(text);
+        assert!(e.contains(wanted), "{text:?}: {e}");
+    }
+    let mut missing = Props::new();
+    missing.load_str("fieldlengthdistribution=histogram\nfieldlengthhistogram=/no/such/hist.txt\n");
+    let e = CoreWorkload::new(&missing)
+        .expect_err("missing file")
+        .to_string();
+    assert!(e.contains("/no/such/hist.txt"), "{e}");
 }
 
 #[test]

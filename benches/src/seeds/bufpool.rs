@@ -2,16 +2,18 @@
 //! connection vs allocating each request's buffer. The seed's YCSB workload over the network:
 //! 25 client threads, records of 64 fields with zipfian lengths up to 10 KiB, loaded, then read
 //! (one zipfian-chosen field each); the server's request buffers counted by keel-bufpool.
-//! keel-server wires two strategies — HBase's fixed-size pool (its default) and plain
-//! allocation (`hbase.server.allocator.pool.enabled = false`).
+//! Once per keel-bufpool design, each wired into keel-server (`keel.server.request.buffers`):
+//! HBase's fixed-size pool (its default), plain allocation
+//! (`hbase.server.allocator.pool.enabled = false`), one buffer per connection, and HBase 1's
+//! shared running-average pool (`BoundedByteBufferPool`, the seed's own A).
 
 use std::sync::Arc;
 
-use keel_bufpool::{PoolOptions, PoolStats};
+use keel_bufpool::{PoolStats, Strategy};
 use keel_region::{RegionServer, ServerOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
 
-use super::{Row, SeedResult, Size};
+use super::{Row, SeedResult, Size, Table};
 use crate::ycsb::measure::Report;
 use crate::ycsb::props::Props;
 use crate::ycsb::runner::{RunOptions, run};
@@ -35,13 +37,14 @@ fn props(size: Size) -> Props {
 }
 
 struct Outcome {
+    strategy: Strategy,
     load: Report,
     read: Report,
     after_load: PoolStats,
     after_read: PoolStats,
 }
 
-fn one_strategy(p: &Props, pool: PoolOptions) -> Result<Outcome, String> {
+fn one_strategy(p: &Props, buffers: Strategy) -> Result<Outcome, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let store = Arc::new(
         RegionServer::open(dir.path(), ServerOptions::default()).map_err(|e| e.to_string())?,
@@ -50,7 +53,7 @@ fn one_strategy(p: &Props, pool: PoolOptions) -> Result<Outcome, String> {
         Arc::new(Handler::new(store, HandlerOptions::default())),
         NetOptions {
             listen: "127.0.0.1:0".parse().map_err(|e| format!("{e}"))?,
-            pool,
+            buffers,
             ..NetOptions::default()
         },
     )
@@ -94,6 +97,7 @@ fn one_strategy(p: &Props, pool: PoolOptions) -> Result<Outcome, String> {
         ..a
     };
     Ok(Outcome {
+        strategy: buffers,
         load,
         read,
         after_load: minus(after_load, base),
@@ -101,10 +105,22 @@ fn one_strategy(p: &Props, pool: PoolOptions) -> Result<Outcome, String> {
     })
 }
 
-/// Heap allocations made for request buffers: requests served from the heap plus buffers the
-/// pool created (each of those is one allocation too).
-fn allocations(s: &PoolStats) -> u64 {
-    s.heap_allocations + s.buffers_created
+/// Heap allocations made for request buffers. The fixed pool: requests served from the heap
+/// plus the pooled buffers it created. The heap designs count each new buffer both as created
+/// and as a heap allocation, and a reused one as neither: their creations.
+fn allocations(strategy: Strategy, s: &PoolStats) -> u64 {
+    match strategy {
+        Strategy::FixedPool => s.heap_allocations + s.buffers_created,
+        _ => s.buffers_created,
+    }
+}
+
+/// The bytes of those allocations.
+fn allocated_bytes(strategy: Strategy, s: &PoolStats) -> u64 {
+    match strategy {
+        Strategy::FixedPool => s.heap_bytes + s.bytes_created,
+        _ => s.bytes_created,
+    }
 }
 
 fn average(r: &Report, op: &str) -> f64 {
@@ -114,23 +130,119 @@ fn average(r: &Report, op: &str) -> f64 {
         .map_or(f64::NAN, |o| o.average_us)
 }
 
-/// Runs the experiment.
+fn p99(r: &Report, op: &str) -> f64 {
+    r.ops
+        .iter()
+        .find(|o| o.name == op)
+        .and_then(|o| o.percentiles.iter().find(|(p, _)| *p == 99.0))
+        .map_or(f64::NAN, |(_, us)| *us as f64)
+}
+
+/// Request-buffer allocations over both phases.
+fn total(o: &Outcome) -> u64 {
+    allocations(o.strategy, &o.after_load) + allocations(o.strategy, &o.after_read)
+}
+
+/// Bytes allocated for request buffers over both phases.
+fn bytes(o: &Outcome) -> u64 {
+    allocated_bytes(o.strategy, &o.after_load) + allocated_bytes(o.strategy, &o.after_read)
+}
+
+/// Every design side by side, the seed's two pools beside them.
+fn all_designs(runs: &[(Strategy, Outcome)]) -> Table {
+    let plain = runs
+        .iter()
+        .find(|(s, _)| *s == Strategy::Plain)
+        .map_or(1, |(_, o)| total(o));
+    let row = |measure: &str, f: &dyn Fn(&Outcome) -> f64, seed: [f64; 2]| {
+        let known = |v: f64| Some(v).filter(|v| v.is_finite());
+        let mut values: Vec<Option<f64>> = runs.iter().map(|(_, o)| known(f(o))).collect();
+        values.extend(seed.map(known));
+        (measure.to_string(), values)
+    };
+    let created = |s: &PoolStats| s.buffers_created as f64;
+    let mut columns: Vec<String> = runs.iter().map(|(s, _)| s.name().to_string()).collect();
+    columns.extend([
+        "seed: BoundedByteBufferPool".to_string(),
+        "seed: byteBufferPool".to_string(),
+    ]);
+    Table {
+        title: "Every keel-bufpool design in the same run (shared-average is the seed's \
+                BoundedByteBufferPool; buffers created and discarded are what the design itself \
+                made and dropped, heap requests included):"
+            .into(),
+        columns,
+        rows: vec![
+            row(
+                "insert throughput, ops/s",
+                &|o| o.load.throughput(),
+                [232.504, 230.044],
+            ),
+            row(
+                "insert average latency, µs",
+                &|o| average(&o.load, "INSERT"),
+                [2_004.2, 1_998.9],
+            ),
+            row("insert p99, µs", &|o| p99(&o.load, "INSERT"), [f64::NAN; 2]),
+            row(
+                "read throughput, ops/s",
+                &|o| o.read.throughput(),
+                [306.157, 285.177],
+            ),
+            row(
+                "read average latency, µs",
+                &|o| average(&o.read, "READ"),
+                [1_057.9, 1_246.4],
+            ),
+            row(
+                "buffers created (insert phase)",
+                &|o| created(&o.after_load),
+                [15.0, 70.0],
+            ),
+            row(
+                "buffers discarded (insert phase)",
+                &|o| o.after_load.buffers_discarded as f64,
+                [13.0, 66.0],
+            ),
+            row(
+                "bytes of buffers created (insert phase)",
+                &|o| o.after_load.bytes_created as f64,
+                [1_441_979.0, 503_152.0],
+            ),
+            row(
+                "buffers created (read phase)",
+                &|o| created(&o.after_read),
+                [0.0, 10_058.0],
+            ),
+            row(
+                "heap allocations for request buffers, both phases",
+                &|o| total(o) as f64,
+                [f64::NAN; 2],
+            ),
+            row(
+                "heap allocations: plain ÷ this design",
+                &|o| plain as f64 / total(o).max(1) as f64,
+                [f64::NAN; 2],
+            ),
+        ],
+    }
+}
+
+/// Runs the experiment: every design, the fixed pool and plain allocation first (the A/B).
 pub fn run_seed(size: Size) -> Result<SeedResult, String> {
     let p = props(size);
-    let plain = PoolOptions {
-        min_allocate_size: usize::MAX,
-        ..PoolOptions::default()
+    let mut runs = Vec::new();
+    for strategy in Strategy::ALL {
+        runs.push((strategy, one_strategy(&p, strategy)?));
+    }
+    let outcome = |s: Strategy| {
+        runs.iter()
+            .find(|(x, _)| *x == s)
+            .map(|(_, o)| o)
+            .expect("every design ran")
     };
-    let pooled = one_strategy(&p, PoolOptions::default())?;
-    let heap = one_strategy(&p, plain)?;
-    let total = |o: &Outcome| allocations(&o.after_load) + allocations(&o.after_read);
-    let bytes = |o: &Outcome| {
-        o.after_load.heap_bytes
-            + o.after_load.bytes_created
-            + o.after_read.heap_bytes
-            + o.after_read.bytes_created
-    };
-    let ratio = total(&heap) as f64 / total(&pooled).max(1) as f64;
+    let (pooled, heap) = (outcome(Strategy::FixedPool), outcome(Strategy::Plain));
+    let ratio = total(heap) as f64 / total(pooled).max(1) as f64;
     let rows = vec![
         Row {
             measure: "insert throughput, ops/s".into(),
@@ -161,62 +273,60 @@ pub fn run_seed(size: Size) -> Result<SeedResult, String> {
             seed_b: Some(1_246.394_9),
         },
         Row {
-            measure: "buffers created (insert phase)".into(),
-            keel_a: allocations(&pooled.after_load) as f64,
-            keel_b: allocations(&heap.after_load) as f64,
+            measure: "heap allocations (insert phase)".into(),
+            keel_a: allocations(pooled.strategy, &pooled.after_load) as f64,
+            keel_b: allocations(heap.strategy, &heap.after_load) as f64,
             seed_a: Some(15.0),
             seed_b: Some(70.0),
         },
         Row {
-            measure: "bytes created (insert phase)".into(),
-            keel_a: (pooled.after_load.heap_bytes + pooled.after_load.bytes_created) as f64,
-            keel_b: (heap.after_load.heap_bytes + heap.after_load.bytes_created) as f64,
-            seed_a: Some(1_441_979.0),
-            seed_b: Some(503_152.0),
-        },
-        Row {
-            measure: "buffers created (read phase)".into(),
-            keel_a: allocations(&pooled.after_read) as f64,
-            keel_b: allocations(&heap.after_read) as f64,
+            measure: "heap allocations (read phase)".into(),
+            keel_a: allocations(pooled.strategy, &pooled.after_read) as f64,
+            keel_b: allocations(heap.strategy, &heap.after_read) as f64,
             seed_a: Some(0.0),
             seed_b: Some(10_058.0),
         },
         Row {
-            measure: "bytes created, both phases".into(),
-            keel_a: bytes(&pooled) as f64,
-            keel_b: bytes(&heap) as f64,
+            measure: "bytes allocated, both phases".into(),
+            keel_a: bytes(pooled) as f64,
+            keel_b: bytes(heap) as f64,
             seed_a: None,
             seed_b: None,
         },
     ];
     let notes = vec![
         format!(
-            "pool: {} pooled buffers handed out, {} heap requests, {} buffers created (insert phase); {} pooled, {} heap (read phase)",
+            "fixed pool: {} pooled buffers handed out, {} heap requests, {} buffers created (insert phase); {} pooled, {} heap (read phase)",
             pooled.after_load.pooled_allocations,
             pooled.after_load.heap_allocations,
             pooled.after_load.buffers_created,
             pooled.after_read.pooled_allocations,
             pooled.after_read.heap_allocations
         ),
-        "A read request (one field) is far below the pool's minimum (a sixth of 65 KiB), so HBase's \
-         pool and Keel's serve reads from the heap under both strategies; the seed's byteBufferPool \
-         compared here is a different pool that did allocate per read."
+        "The seed's A/B was two pools (BoundedByteBufferPool vs Ikeda's byteBufferPool), not a pool \
+         vs plain allocation: its columns sit beside Keel's fixed pool and plain allocation for \
+         shape only. The table below puts the seed's pools beside all four of Keel's designs."
             .into(),
-        "An insert larger than one 65 KiB buffer arrives as a chain of pooled buffers, which keel-server \
-         copies into one contiguous buffer for the decoder (docs/server.md): those copies are heap \
-         allocations the pool does not count."
+        "A read request (one field) is far below the fixed pool's minimum (a sixth of 65 KiB), so \
+         HBase's pool and Keel's serve reads from the heap; the heap designs that reuse buffers \
+         (per-connection, shared-average) reuse them for reads too."
+            .into(),
+        "An insert larger than one 65 KiB buffer arrives in the fixed pool as a chain of pooled \
+         buffers, which keel-server copies into one contiguous buffer for the decoder \
+         (docs/server.md): those copies are heap allocations the pool does not count."
             .into(),
     ];
     Ok(SeedResult {
         id: "seed002".into(),
         name: "bufpool".into(),
         hbase: "HBASE-14490".into(),
-        title: "a shared fixed-size request buffer pool vs per-request allocation".into(),
+        title: "a shared fixed-size request buffer pool vs per-request allocation (and the other designs)".into(),
         labels: ("fixed-size pool".into(), "plain allocation".into()),
+        seed_labels: Some(("BoundedByteBufferPool".into(), "byteBufferPool".into())),
         setup: format!(
-            "keel serve in-process over loopback; YCSB: {} records of 64 fields, zipfian lengths up to {} bytes, \
-             25 threads, load then read one field per record (zipfian keys); the seed's B column is \
-             the byteBufferPool it compared against",
+            "keel serve in-process over loopback, once per request-buffer design; YCSB: {} records \
+             of 64 fields, zipfian lengths up to {} bytes, 25 threads, load then read one field per \
+             record (zipfian keys)",
             p.get("recordcount").unwrap_or("?"),
             p.get("fieldlength").unwrap_or("?")
         ),
@@ -224,6 +334,7 @@ pub fn run_seed(size: Size) -> Result<SeedResult, String> {
         rows,
         notes,
         series: Vec::new(),
+        tables: vec![all_designs(&runs)],
         size,
     })
 }

@@ -244,6 +244,7 @@ pub fn run_seed(size: Size) -> Result<SeedResult, String> {
         name: "fastpath".into(),
         hbase: "HBASE-26551".into(),
         title: "FastPathRWQueueRpcExecutor vs RWQueueRpcExecutor".into(),
+        seed_labels: None,
         labels: ("fast path".into(), "RW queue".into()),
         setup: format!(
             "keel serve in-process over loopback (Thrift, framed binary); YCSB: {} records, {} operations, \
@@ -255,6 +256,7 @@ pub fn run_seed(size: Size) -> Result<SeedResult, String> {
         rows,
         notes,
         series,
+        tables: Vec::new(),
         size,
     })
 }

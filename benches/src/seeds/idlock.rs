@@ -193,6 +193,7 @@ pub fn run_seed(size: Size) -> Result<SeedResult, String> {
         name: "idlock".into(),
         hbase: "HBASE-17747".into(),
         title: "soft vs weak id-lock pool, embedded, 100% block-cache hits, read only".into(),
+        seed_labels: None,
         labels: ("soft".into(), "weak".into()),
         setup: format!(
             "keel-region embedded through the YCSB driver: {records} records of one 1 KiB field, flushed and \
@@ -203,6 +204,7 @@ pub fn run_seed(size: Size) -> Result<SeedResult, String> {
         rows,
         notes,
         series: Vec::new(),
+        tables: Vec::new(),
         size,
     })
 }

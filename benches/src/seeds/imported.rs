@@ -68,6 +68,7 @@ pub fn reorder(output: &str, size: Size) -> Result<SeedResult, String> {
         name: "reorder".into(),
         hbase: "HBASE-15158".into(),
         title: "the reordered write path vs the legacy one (increments)".into(),
+        seed_labels: None,
         labels: ("reordered".into(), "legacy".into()),
         setup:
             "keel-region embedded, HBase's IncrementPerformanceTest: 80 threads incrementing the \
@@ -81,6 +82,7 @@ pub fn reorder(output: &str, size: Size) -> Result<SeedResult, String> {
         rows,
         notes: Vec::new(),
         series: Vec::new(),
+        tables: Vec::new(),
         size,
     })
 }
@@ -123,6 +125,7 @@ pub fn tracing(output: &str, size: Size) -> Result<SeedResult, String> {
         name: "tracing".into(),
         hbase: "HBASE-27153/27155".into(),
         title: "tracing compiled in and off vs compiled out (and on, with a subscriber)".into(),
+        seed_labels: None,
         labels: ("compiled in".into(), "compiled out".into()),
         setup:
             "keel-region embedded, 20% updates / 80% random reads over a compacted, cached table, \
@@ -139,6 +142,7 @@ pub fn tracing(output: &str, size: Size) -> Result<SeedResult, String> {
                 .into(),
         ],
         series: Vec::new(),
+        tables: Vec::new(),
         size,
     })
 }

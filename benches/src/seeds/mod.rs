@@ -48,6 +48,17 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// A table with one column per alternative, for an experiment with more than two.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    /// What it shows.
+    pub title: String,
+    /// The column headings (after the measure's).
+    pub columns: Vec<String>,
+    /// Each measure and its value per column (`None`: not measured or not published).
+    pub rows: Vec<(String, Vec<Option<f64>>)>,
+}
+
 /// One experiment's outcome, written as `<out>/<name>.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeedResult {
@@ -61,6 +72,9 @@ pub struct SeedResult {
     pub title: String,
     /// Labels of A and B.
     pub labels: (String, String),
+    /// What the seed's own A and B were, where they differ from Keel's.
+    #[serde(default)]
+    pub seed_labels: Option<(String, String)>,
     /// What was run, in a sentence or two.
     pub setup: String,
     /// The headline figure's name and value.
@@ -71,6 +85,9 @@ pub struct SeedResult {
     pub notes: Vec<String>,
     /// Time series to chart, if any.
     pub series: Vec<Series>,
+    /// Further tables (every alternative side by side).
+    #[serde(default)]
+    pub tables: Vec<Table>,
     /// The size it ran at.
     pub size: Size,
 }

@@ -33,9 +33,10 @@ pub fn section(r: &SeedResult) -> String {
         r.figure.0, r.figure.1, r.size
     );
     let (a, b) = (&r.labels.0, &r.labels.1);
+    let (sa, sb) = r.seed_labels.as_ref().unwrap_or(&r.labels);
     let _ = writeln!(
         out,
-        "| measure | Keel: {a} | Keel: {b} | Keel {a} ÷ {b} | seed: {a} | seed: {b} | seed ratio |"
+        "| measure | Keel: {a} | Keel: {b} | Keel {a} ÷ {b} | seed: {sa} | seed: {sb} | seed ratio |"
     );
     let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     for row in &r.rows {
@@ -54,6 +55,18 @@ pub fn section(r: &SeedResult) -> String {
             row.seed_b.map_or("—".into(), fmt),
             seed_ratio
         );
+    }
+    for table in &r.tables {
+        let _ = writeln!(out, "\n{}\n", table.title);
+        let _ = writeln!(out, "| measure | {} |", table.columns.join(" | "));
+        let _ = writeln!(out, "|---|{}", "---|".repeat(table.columns.len()));
+        for (measure, values) in &table.rows {
+            let cells: Vec<String> = values
+                .iter()
+                .map(|v| v.map_or_else(|| "—".into(), fmt))
+                .collect();
+            let _ = writeln!(out, "| {measure} | {} |", cells.join(" | "));
+        }
     }
     for note in &r.notes {
         let _ = writeln!(out, "\n- {note}");

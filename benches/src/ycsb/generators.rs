@@ -395,3 +395,95 @@ pub fn uniform(rng: &mut impl Rng, min: i64, max: i64) -> i64 {
         rng.random_range(min..=max)
     }
 }
+
+/// YCSB's `HistogramGenerator` (`fieldlengthdistribution=histogram`): lengths drawn from a
+/// histogram of buckets of width one, each value the bucket's upper edge times a block size, so
+/// the smallest length is one block. The file: a first line `BlockSize<TAB>n`, then one
+/// `bucket<TAB>count` line per bucket, buckets numbered from 0 in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Histogram {
+    block_size: i64,
+    buckets: Vec<i64>,
+    area: i64,
+}
+
+impl Histogram {
+    /// Parses a histogram file's text; the error says which line is wrong and why.
+    pub fn parse(text: &str) -> Result<Histogram, String> {
+        let mut lines = text.lines().enumerate();
+        let block_size = match lines.next().map(|(_, l)| l.split('\t').collect::<Vec<_>>()) {
+            None => return Err("the file is empty".into()),
+            Some(first) if first.first() == Some(&"BlockSize") && first.len() >= 2 => first[1]
+                .trim()
+                .parse::<i64>()
+                .map_err(|e| format!("line 1: BlockSize {:?}: {e}", first[1]))?,
+            Some(_) => return Err("line 1 is not BlockSize<TAB>n".into()),
+        };
+        let mut buckets = Vec::new();
+        for (index, line) in lines {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let number = index + 1;
+            let field = |i: usize| {
+                line.split('\t')
+                    .nth(i)
+                    .ok_or_else(|| format!("line {number}: expected bucket<TAB>count"))?
+                    .trim()
+                    .parse::<i64>()
+                    .map_err(|e| format!("line {number}: {e}"))
+            };
+            let (bucket, count) = (field(0)?, field(1)?);
+            if bucket != buckets.len() as i64 {
+                return Err(format!(
+                    "line {number}: bucket {bucket} where bucket {} was expected (in order from 0)",
+                    buckets.len()
+                ));
+            }
+            if count < 0 {
+                return Err(format!("line {number}: a negative count {count}"));
+            }
+            buckets.push(count);
+        }
+        Histogram::new(buckets, block_size)
+    }
+
+    /// From bucket counts and a block size.
+    pub fn new(buckets: Vec<i64>, block_size: i64) -> Result<Histogram, String> {
+        let area: i64 = buckets.iter().sum();
+        if area <= 0 {
+            return Err("the histogram has no counts".into());
+        }
+        Ok(Histogram {
+            block_size,
+            buckets,
+            area,
+        })
+    }
+
+    /// The mean of the lengths drawn, as YCSB computes it (Σ i·count ÷ Σ count, in blocks).
+    pub fn mean(&self) -> f64 {
+        let weighted: i64 = self
+            .buckets
+            .iter()
+            .enumerate()
+            .map(|(i, c)| i as i64 * c)
+            .sum();
+        self.block_size as f64 * weighted as f64 / self.area as f64
+    }
+
+    /// A length: a uniform draw in [0, area) walked down the buckets; the bucket where it
+    /// reaches zero or below gives (bucket + 1) blocks, and a draw past every bucket but the
+    /// last gives the last bucket's index in blocks (YCSB's arithmetic, quirks included).
+    pub fn next(&self, rng: &mut impl Rng) -> i64 {
+        let mut number = rng.random_range(0..self.area);
+        let last = self.buckets.len() - 1;
+        for (i, count) in self.buckets[..last].iter().enumerate() {
+            number -= count;
+            if number <= 0 {
+                return (i as i64 + 1) * self.block_size;
+            }
+        }
+        last as i64 * self.block_size
+    }
+}

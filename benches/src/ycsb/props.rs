@@ -7,8 +7,8 @@ use std::path::Path;
 /// A bad property or workload file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PropsError {
-    /// The file could not be read.
-    #[error("cannot read workload file {path}: {message}")]
+    /// A file (a workload, or `fieldlengthhistogram`'s) could not be read or parsed.
+    #[error("cannot read {path}: {message}")]
     Read {
         /// The file.
         path: String,

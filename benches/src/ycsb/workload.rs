@@ -8,8 +8,8 @@ use rand::rngs::StdRng;
 
 use super::db::{Db, Record, Status};
 use super::generators::{
-    AcknowledgedCounter, Counter, Discrete, Exponential, Hotspot, ScrambledZipfian, Sequential,
-    SkewedLatest, WindowFull, Zipfian, fnv_hash64, uniform,
+    AcknowledgedCounter, Counter, Discrete, Exponential, Histogram, Hotspot, ScrambledZipfian,
+    Sequential, SkewedLatest, WindowFull, Zipfian, fnv_hash64, uniform,
 };
 use super::props::{Props, PropsError};
 
@@ -56,6 +56,7 @@ enum Lengths {
     Constant(i64),
     Uniform(i64, i64),
     Zipfian(Zipfian),
+    Histogram(Histogram),
 }
 
 impl Lengths {
@@ -64,6 +65,7 @@ impl Lengths {
             Lengths::Constant(n) => *n,
             Lengths::Uniform(min, max) => uniform(rng, *min, *max),
             Lengths::Zipfian(z) => z.next(rng),
+            Lengths::Histogram(h) => h.next(rng),
         }
     }
 }
@@ -108,6 +110,18 @@ fn lengths(kind: &str, name: &str, min: i64, max: i64) -> Result<Lengths, PropsE
         "uniform" => Lengths::Uniform(min, max),
         "zipfian" => Lengths::Zipfian(Zipfian::new(min, max)),
         other => return Err(bad(name, other, "constant, uniform or zipfian")),
+    })
+}
+
+/// Reads `fieldlengthhistogram`'s file (relative to the working directory, as YCSB does).
+fn histogram(path: &str) -> Result<Histogram, PropsError> {
+    let text = std::fs::read_to_string(path).map_err(|e| PropsError::Read {
+        path: path.to_string(),
+        message: e.to_string(),
+    })?;
+    Histogram::parse(&text).map_err(|message| PropsError::Read {
+        path: path.to_string(),
+        message,
     })
 }
 
@@ -185,12 +199,24 @@ impl CoreWorkload {
             insert_start,
             insert_count,
             field_names: (0..field_count).map(|i| format!("{prefix}{i}")).collect(),
-            field_lengths: lengths(
-                &p.string("fieldlengthdistribution", "constant"),
-                "fieldlengthdistribution",
-                min_field_length,
-                field_length,
-            )?,
+            field_lengths: match p.string("fieldlengthdistribution", "constant").as_str() {
+                "histogram" => {
+                    Lengths::Histogram(histogram(&p.string("fieldlengthhistogram", "hist.txt"))?)
+                }
+                other => lengths(
+                    other,
+                    "fieldlengthdistribution",
+                    min_field_length,
+                    field_length,
+                )
+                .map_err(|_| {
+                    bad(
+                        "fieldlengthdistribution",
+                        other,
+                        "constant, uniform, zipfian or histogram",
+                    )
+                })?,
+            },
             read_all_fields: p.bool("readallfields", true)?,
             write_all_fields: p.bool("writeallfields", false)?,
             ordered_inserts: match order.as_str() {

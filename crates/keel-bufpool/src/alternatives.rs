@@ -71,13 +71,10 @@ impl RequestBuffers for BufferPool {
     }
 }
 
-/// The heap designs' request limit: the same default as the pool's.
-fn check_len(len: usize) -> Result<(), PoolError> {
-    if len > DEFAULT_MAX_ALLOCATION {
-        return Err(PoolError::TooLarge {
-            len,
-            max: DEFAULT_MAX_ALLOCATION,
-        });
+/// Refuses a request above a heap design's limit (by default the pool's, 256 MiB).
+fn check_len(len: usize, limit: usize) -> Result<(), PoolError> {
+    if len > limit {
+        return Err(PoolError::TooLarge { len, max: limit });
     }
     Ok(())
 }
@@ -106,6 +103,11 @@ impl HeapBuf {
     /// The allocation underneath, for reuse.
     fn into_inner(self) -> Vec<u8> {
         self.data
+    }
+
+    /// Everything written so far (whether or not it has been read).
+    pub(crate) fn written(&self) -> &[u8] {
+        &self.data
     }
 }
 
@@ -150,9 +152,26 @@ unsafe impl BufMut for HeapBuf {
 }
 
 /// A new heap buffer for every request, dropped after it: HBase before pooling.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PlainAllocation {
+    limit: usize,
     counters: Counters,
+}
+
+impl Default for PlainAllocation {
+    fn default() -> Self {
+        PlainAllocation::with_limit(DEFAULT_MAX_ALLOCATION)
+    }
+}
+
+impl PlainAllocation {
+    /// Refusing requests above `limit` bytes (the default: the pool's, 256 MiB).
+    pub fn with_limit(limit: usize) -> PlainAllocation {
+        PlainAllocation {
+            limit,
+            counters: Counters::default(),
+        }
+    }
 }
 
 impl RequestBuffers for PlainAllocation {
@@ -166,7 +185,7 @@ impl RequestBuffers for PlainAllocation {
     fn connect(&self) {}
 
     fn acquire(&self, _connection: &mut (), len: usize) -> Result<HeapBuf, PoolError> {
-        check_len(len)?;
+        check_len(len, self.limit)?;
         self.counters.created(len);
         self.counters.heap(len);
         Ok(HeapBuf::for_request(Vec::with_capacity(len), len))
@@ -188,14 +207,32 @@ impl RequestBuffers for PlainAllocation {
 pub struct PerConnection {
     /// A buffer more than this many times the running average is replaced by a smaller one.
     pub shrink_factor: usize,
+    limit: usize,
     counters: Counters,
 }
 
 impl Default for PerConnection {
     fn default() -> Self {
+        PerConnection::with_limit(DEFAULT_MAX_ALLOCATION)
+    }
+}
+
+impl PerConnection {
+    /// Refusing requests above `limit` bytes (the default: the pool's, 256 MiB).
+    pub fn with_limit(limit: usize) -> PerConnection {
         PerConnection {
             shrink_factor: 4,
+            limit,
             counters: Counters::default(),
+        }
+    }
+
+    /// The connection has closed: its kept buffer is discarded (and counted), and so is any
+    /// buffer a request still in flight returns to it later.
+    pub fn close(&self, connection: &mut ConnectionBuffer) {
+        connection.closed = true;
+        if let Some(buffer) = connection.buffer.take() {
+            self.counters.discarded(buffer.capacity());
         }
     }
 }
@@ -206,6 +243,7 @@ pub struct ConnectionBuffer {
     buffer: Option<Vec<u8>>,
     average: f64,
     requests: u64,
+    closed: bool,
 }
 
 impl RequestBuffers for PerConnection {
@@ -221,7 +259,7 @@ impl RequestBuffers for PerConnection {
     }
 
     fn acquire(&self, connection: &mut ConnectionBuffer, len: usize) -> Result<HeapBuf, PoolError> {
-        check_len(len)?;
+        check_len(len, self.limit)?;
         connection.requests += 1;
         // Running average over the connection's requests, weighting recent ones more.
         let weight = 1.0 / (connection.requests.min(16) as f64);
@@ -244,8 +282,27 @@ impl RequestBuffers for PerConnection {
         Ok(HeapBuf::for_request(buffer, len))
     }
 
+    /// Keeps the buffer as the connection's; if the connection already has one again (a
+    /// request arrived while this one was still held), the larger is kept and the other
+    /// discarded and counted.
     fn release(&self, connection: &mut ConnectionBuffer, buffer: HeapBuf) {
-        connection.buffer = Some(buffer.into_inner());
+        let buffer = buffer.into_inner();
+        if connection.closed {
+            self.counters.discarded(buffer.capacity());
+            return;
+        }
+        let keep = match connection.buffer.take() {
+            Some(held) if held.capacity() >= buffer.capacity() => {
+                self.counters.discarded(buffer.capacity());
+                held
+            }
+            Some(held) => {
+                self.counters.discarded(held.capacity());
+                buffer
+            }
+            None => buffer,
+        };
+        connection.buffer = Some(keep);
     }
 
     fn stats(&self) -> PoolStats {
@@ -262,6 +319,7 @@ impl RequestBuffers for PerConnection {
 pub struct SharedAveragePool {
     queue: ArrayQueue<Vec<u8>>,
     max_buffer_size: usize,
+    limit: usize,
     running_average: AtomicUsize,
     returned: AtomicUsize,
     returned_bytes: AtomicUsize,
@@ -275,11 +333,17 @@ impl SharedAveragePool {
         SharedAveragePool {
             queue: ArrayQueue::new(max_count.max(1)),
             max_buffer_size: 1024 * 1024,
+            limit: DEFAULT_MAX_ALLOCATION,
             running_average: AtomicUsize::new(16 * 1024),
             returned: AtomicUsize::new(0),
             returned_bytes: AtomicUsize::new(0),
             counters: Counters::default(),
         }
+    }
+
+    /// Refusing requests above `limit` bytes (the default: the pool's, 256 MiB).
+    pub fn with_limit(self, limit: usize) -> SharedAveragePool {
+        SharedAveragePool { limit, ..self }
     }
 }
 
@@ -294,7 +358,7 @@ impl RequestBuffers for SharedAveragePool {
     fn connect(&self) {}
 
     fn acquire(&self, _connection: &mut (), len: usize) -> Result<HeapBuf, PoolError> {
-        check_len(len)?;
+        check_len(len, self.limit)?;
         let pooled = self.queue.pop().filter(|b| {
             let fits = b.capacity() >= len;
             if !fits {

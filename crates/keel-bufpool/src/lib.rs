@@ -28,7 +28,9 @@
 //!
 //! [`alternatives`] holds the designs HBase compared (plain allocation, one buffer per
 //! connection, a shared running-average pool) behind the same [`RequestBuffers`] interface as
-//! the pool, so the benchmark can put them side by side.
+//! the pool, so the benchmark can put them side by side. [`RequestPool`] holds any of the four,
+//! chosen at run time ([`Strategy`]), and freezes each request into `Bytes` that return their
+//! buffer to the design when dropped: the form keel-server uses.
 //!
 //! What this crate is not: it reads nothing from sockets and knows no protocol; keel-server reads
 //! into its buffers.
@@ -40,6 +42,7 @@ mod free_stack;
 mod options;
 mod pool;
 mod stats;
+mod strategy;
 
 pub use alternatives::RequestBuffers;
 pub use buf::{FrozenBuf, PoolBuf};
@@ -47,6 +50,7 @@ pub use error::PoolError;
 pub use options::{DEFAULT_MAX_ALLOCATION, PoolOptions};
 pub use pool::BufferPool;
 pub use stats::PoolStats;
+pub use strategy::{RequestBuf, RequestConnection, RequestPool, Strategy};
 
 #[cfg(test)]
 mod tests;

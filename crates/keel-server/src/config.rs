@@ -8,6 +8,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use keel_bufpool::Strategy;
+
 /// Every setting `keel serve` takes, after defaults, file and flags.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -45,8 +47,12 @@ pub struct Settings {
     pub idle_timeout: Duration,
     /// `keel.max.open.scanners` (10 000).
     pub max_open_scanners: usize,
-    /// `hbase.server.allocator.pool.enabled` (true): request buffers from keel-bufpool.
+    /// `hbase.server.allocator.pool.enabled` (true): request buffers from keel-bufpool's
+    /// fixed-size pool; false: plain allocation.
     pub pool_enabled: bool,
+    /// `keel.server.request.buffers`: any keel-bufpool design by name (`fixed-pool`, `plain`,
+    /// `per-connection`, `shared-average`); overrides `pool_enabled` when given.
+    pub request_buffers: Option<Strategy>,
     /// `hbase.ipc.server.max.callqueue.length`: calls per queue before refusals (`None`:
     /// HBase's (handlers / queues) × 10).
     pub max_queue_length: Option<usize>,
@@ -74,6 +80,7 @@ impl Default for Settings {
             idle_timeout: Duration::from_secs(600),
             max_open_scanners: 10_000,
             pool_enabled: true,
+            request_buffers: None,
             max_queue_length: None,
             max_queued_bytes: 1 << 30,
         }
@@ -108,6 +115,16 @@ fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::V
 }
 
 impl Settings {
+    /// The request-buffer design: `keel.server.request.buffers` if given, else the fixed-size
+    /// pool or plain allocation as `hbase.server.allocator.pool.enabled` says.
+    pub fn buffer_strategy(&self) -> Strategy {
+        self.request_buffers.unwrap_or(if self.pool_enabled {
+            Strategy::FixedPool
+        } else {
+            Strategy::Plain
+        })
+    }
+
     /// Applies a `keel.toml`'s text.
     pub fn apply_toml(&mut self, text: &str) -> Result<(), String> {
         let table: toml::Table = text.parse().map_err(|e| format!("keel.toml: {e}"))?;
@@ -180,6 +197,10 @@ impl Settings {
                         .as_bool()
                         .ok_or_else(|| format!("{key}: expected true or false, got {value}"))?;
                 }
+                "keel.server.request.buffers" => {
+                    self.request_buffers =
+                        Some(string()?.parse().map_err(|e| format!("{key}: {e}"))?);
+                }
                 _ => return Err(format!("keel.toml: unknown key {key}")),
             }
         }
@@ -217,6 +238,20 @@ mod tests {
         assert_eq!(s.listen.port(), 19090);
         assert_eq!(s.data_dir, PathBuf::from("/tmp/x"));
         assert!(!s.pool_enabled);
+        assert_eq!(s.buffer_strategy(), Strategy::Plain);
+        let mut design = Settings::default();
+        assert_eq!(design.buffer_strategy(), Strategy::FixedPool);
+        design
+            .apply_toml("[keel.server.request]\nbuffers = \"shared-average\"")
+            .expect("a design by name");
+        assert_eq!(design.buffer_strategy(), Strategy::SharedAverage);
+        let wrong = Settings::default()
+            .apply_toml("\"keel.server.request.buffers\" = \"pooled\"")
+            .expect_err("unknown design");
+        assert!(
+            wrong.contains("keel.server.request.buffers") && wrong.contains("per-connection"),
+            "{wrong}"
+        );
         assert_eq!(
             s.status_listen,
             Some("127.0.0.1:9095".parse().expect("address"))

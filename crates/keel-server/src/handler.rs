@@ -367,7 +367,8 @@ impl Handler {
             if family.is_empty() {
                 return Err(illegal("a column family needs a name"));
             }
-            let mut f = FamilyOptions::new(family);
+            // A copy: the schema lives on, and a slice would pin the whole request buffer.
+            let mut f = FamilyOptions::new(Bytes::copy_from_slice(&family));
             f.rules.max_versions = u32::try_from(d.max_versions.max(1)).unwrap_or(1);
             // HBase treats a TTL of 0 or less (happybase sends -1) and the IDL's default
             // i32::MAX as "forever".

@@ -91,6 +91,10 @@ struct Serve {
     /// `hbase.server.allocator.pool.enabled` (true).
     #[arg(long)]
     pool_enabled: Option<bool>,
+    /// `keel.server.request.buffers`: fixed-pool, plain, per-connection or shared-average
+    /// (default: as --pool-enabled says).
+    #[arg(long)]
+    request_buffers: Option<keel_bufpool::Strategy>,
     /// `hbase.ipc.server.max.callqueue.length` (handlers / queues × 10).
     #[arg(long)]
     max_queue_length: Option<usize>,
@@ -138,6 +142,7 @@ fn settings(args: &Serve) -> Result<Settings, String> {
         idle_timeout_ms => idle_timeout via Duration::from_millis,
         max_open_scanners => max_open_scanners,
         pool_enabled => pool_enabled,
+        request_buffers => request_buffers via Some,
         max_queue_length => max_queue_length via Some,
         max_queued_bytes => max_queued_bytes,
     }
@@ -171,10 +176,7 @@ fn serve(args: &Serve) -> Result<(), String> {
         idle_timeout: s.idle_timeout,
         ..NetOptions::default()
     };
-    if !s.pool_enabled {
-        // Every request buffer from the heap, as HBase with the allocator pool disabled.
-        options.pool.min_allocate_size = usize::MAX;
-    }
+    options.buffers = s.buffer_strategy();
     options.rpc.handler_count = s.handler_count;
     options.rpc.handler_factor = s.handler_factor;
     options.rpc.read_ratio = s.read_ratio;
@@ -215,7 +217,7 @@ fn serve(args: &Serve) -> Result<(), String> {
         request_timeout = ?s.request_timeout,
         idle_timeout = ?s.idle_timeout,
         max_open_scanners = s.max_open_scanners,
-        pool = s.pool_enabled,
+        request_buffers = %s.buffer_strategy(),
         "keel serving (Thrift1: buffered or framed, binary or compact)"
     );
     let _ = stop_rx.recv();

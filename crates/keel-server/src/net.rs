@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use keel_bufpool::{BufferPool, PoolOptions};
+use keel_bufpool::{PoolOptions, RequestPool, Strategy};
 use keel_rpc::{Executor, RpcOptions, ShutdownMode};
 
 use crate::Handler;
@@ -46,8 +46,11 @@ pub struct NetOptions {
     pub request_timeout: Duration,
     /// The executor's layout (handlers, queues, read and scan shares; HBase's keys).
     pub rpc: RpcOptions,
-    /// The request buffer pool.
+    /// The request buffer pool's sizes and limits.
     pub pool: PoolOptions,
+    /// Which request-buffer design reads requests (`keel.server.request.buffers`; default the
+    /// fixed-size pool, as HBase's `hbase.server.allocator.pool.enabled = true`).
+    pub buffers: Strategy,
 }
 
 impl Default for NetOptions {
@@ -60,6 +63,7 @@ impl Default for NetOptions {
             request_timeout: Duration::from_secs(60),
             rpc: RpcOptions::default(),
             pool: PoolOptions::default(),
+            buffers: Strategy::default(),
         }
     }
 }
@@ -151,6 +155,11 @@ impl NetObserver {
         self.0.executor.metrics()
     }
 
+    /// Which request-buffer design reads requests.
+    pub fn buffer_strategy(&self) -> Strategy {
+        self.0.pool.strategy()
+    }
+
     /// The request buffer pool's counters.
     pub fn pool_stats(&self) -> keel_bufpool::PoolStats {
         self.0.pool.stats()
@@ -195,7 +204,7 @@ struct Shared {
     next_connection: AtomicU64,
     handler: Arc<Handler>,
     executor: Arc<Executor>,
-    pool: BufferPool,
+    pool: RequestPool,
     options: NetOptions,
     stats: Arc<NetStats>,
     open: AtomicUsize,
@@ -222,7 +231,7 @@ impl ThriftServer {
             next_connection: AtomicU64::new(1),
             handler,
             executor: Arc::clone(&executor),
-            pool: BufferPool::new(options.pool),
+            pool: RequestPool::new(options.buffers, options.pool),
             options,
             stats: Arc::clone(&stats),
             open: AtomicUsize::new(0),

@@ -25,7 +25,7 @@ mod workload;
 
 use std::sync::Arc;
 
-use keel_bufpool::PoolOptions;
+use keel_bufpool::Strategy;
 use keel_region::{RegionServer, ServerOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
 use keel_testkit::figure;
@@ -44,13 +44,13 @@ struct Running {
     server: ThriftServer,
 }
 
-fn start(pool: PoolOptions) -> Running {
+fn start(buffers: Strategy) -> Running {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
     let handler = Arc::new(Handler::new(Arc::clone(&store), HandlerOptions::default()));
     let options = NetOptions {
         listen: "127.0.0.1:0".parse().expect("address"),
-        pool,
+        buffers,
         ..NetOptions::default()
     };
     let server = ThriftServer::start(handler, options).expect("start");
@@ -116,7 +116,7 @@ fn loopback_echo_p50(seconds: f64) -> f64 {
 
 /// Part 1: returns (get p50 over the network − embedded at 1 connection, gets/s at 16).
 fn network_vs_embedded(seconds: f64) -> (f64, f64) {
-    let running = start(PoolOptions::default());
+    let running = start(Strategy::FixedPool);
     let table = running.store.table("t").expect("table t");
     let address = running.server.local_addr();
     println!("network (framed binary) vs embedded, {ROWS} rows, {seconds} s per run:");
@@ -145,8 +145,8 @@ fn network_vs_embedded(seconds: f64) -> (f64, f64) {
 
 /// The server's heap allocations and bytes per request, and its pool's counters, for one run
 /// of 16 connections putting ≈16 KiB rows.
-fn allocations_per_request(pool: PoolOptions, seconds: f64) -> (f64, f64, keel_bufpool::PoolStats) {
-    let running = start(pool);
+fn allocations_per_request(buffers: Strategy, seconds: f64) -> (f64, f64, keel_bufpool::PoolStats) {
+    let running = start(buffers);
     let address = running.server.local_addr();
     let before_requests = running
         .server
@@ -201,7 +201,7 @@ fn workload_big_puts(address: std::net::SocketAddr, seconds: f64) -> u64 {
 
 /// Part 3: returns event loop ÷ threads, gets per second at 64 connections.
 fn threads_vs_event_loop(seconds: f64) -> f64 {
-    let threads = start(PoolOptions::default());
+    let threads = start(Strategy::FixedPool);
     let handler = Arc::new(Handler::new(
         Arc::clone(&threads.store),
         HandlerOptions::default(),
@@ -231,12 +231,9 @@ fn threads_vs_event_loop(seconds: f64) -> f64 {
 
 /// Part 2: returns (allocations off ÷ on, bytes off ÷ on).
 fn bufpool_on_vs_off(seconds: f64, rounds: usize) -> (f64, f64) {
-    let on = PoolOptions::default();
+    let on = Strategy::FixedPool;
     // HBase's `hbase.server.allocator.pool.enabled = false`: every request buffer on the heap.
-    let off = PoolOptions {
-        min_allocate_size: usize::MAX,
-        ..PoolOptions::default()
-    };
+    let off = Strategy::Plain;
     println!(
         "bufpool on vs off: 16 connections putting 8 × 2 KiB rows, {seconds} s per run, {rounds} round(s):"
     );

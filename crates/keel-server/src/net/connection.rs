@@ -120,6 +120,7 @@ fn read_requests(
     let mut pending: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 64 * 1024];
     let mut kind: Option<(Transport, Protocol)> = None;
+    let mut buffers = shared.pool.connect();
     loop {
         if shared.stop.load(Ordering::Acquire) {
             return Ok(());
@@ -185,8 +186,7 @@ fn read_requests(
                 pending.drain(..4);
                 // The frame goes into a pooled buffer (HBASE-14490): what is already here,
                 // then the rest straight from the socket.
-                let mut buf = shared
-                    .pool
+                let mut buf = buffers
                     .allocate(len)
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
                 let have = pending.len().min(len);
@@ -202,7 +202,7 @@ fn read_requests(
                     buf.put_slice(&chunk[..n]);
                     left -= n;
                 }
-                buf.freeze().into_contiguous()
+                buf.freeze()
             }
             Transport::Buffered => {
                 // Decode what has arrived; on `Incomplete` read more.

@@ -282,9 +282,10 @@ fn storage(out: &mut String, s: &Snapshot) {
         row(&[
             "Request buffers: pooled / heap".into(),
             format!(
-                "{} / {}",
+                "{} / {} ({})",
                 count(b.pooled_allocations),
-                count(b.heap_allocations)
+                count(b.heap_allocations),
+                b.strategy
             )
         ]),
         row(&[

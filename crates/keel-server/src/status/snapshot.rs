@@ -161,6 +161,8 @@ pub struct NetStatus {
 /// The request buffer pool.
 #[derive(Debug, Clone, Serialize)]
 pub struct BufPoolStatus {
+    /// The request-buffer design (`fixed-pool`, `plain`, `per-connection`, `shared-average`).
+    pub strategy: &'static str,
     /// Pooled buffers handed out.
     pub pooled_allocations: u64,
     /// Their bytes.
@@ -325,6 +327,7 @@ pub(super) fn collect(
             idle_closed: load(&n.idle_closed),
         },
         bufpool: BufPoolStatus {
+            strategy: net.buffer_strategy().name(),
             pooled_allocations: pool.pooled_allocations,
             pooled_bytes: pool.pooled_bytes,
             heap_allocations: pool.heap_allocations,
