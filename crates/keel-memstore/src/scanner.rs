@@ -36,6 +36,9 @@ pub struct MemStoreScanner {
     batch: usize,
     end: Bound<CellKey>,
     read_point: u64,
+    /// The key `new` positioned at, until anything moves the scanner: a seek to it (the
+    /// region's merge seeks every source to where it opened them) is then already done.
+    fresh_at: Option<CellKey>,
 }
 
 impl MemStoreScanner {
@@ -51,8 +54,12 @@ impl MemStoreScanner {
             batch: FIRST_BATCH,
             end: range.end_bound().cloned(),
             read_point,
+            fresh_at: None,
         };
         scanner.position(range.start_bound());
+        if let Bound::Included(start) = range.start_bound() {
+            scanner.fresh_at = Some(start.clone());
+        }
         scanner
     }
 
@@ -63,6 +70,9 @@ impl MemStoreScanner {
 
     /// Moves to the first cell at or after `key` (forward or backward).
     pub fn seek(&mut self, key: &CellKey) {
+        if self.fresh_at.take().as_ref() == Some(key) {
+            return;
+        }
         self.position(Bound::Included(key));
     }
 
@@ -127,6 +137,7 @@ impl Iterator for MemStoreScanner {
     type Item = Cell;
 
     fn next(&mut self) -> Option<Cell> {
+        self.fresh_at = None;
         let index = self.smallest()?;
         if !self.heads[index]
             .0

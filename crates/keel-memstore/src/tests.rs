@@ -81,6 +81,18 @@ fn seek_and_peek_move_the_scanner() {
         .map(|c| c.row().clone())
         .collect();
     assert_eq!(bounded, vec![Bytes::from("r3"), "r4".into(), "r5".into()]);
+    // A seek to where the scanner was opened is free and changes nothing; once the scanner has
+    // moved, the same seek goes back.
+    let start = CellKey::first_on_row("r3");
+    let mut opened = memstore.scanner(start.clone()..=CellKey::first_on_row("r7"), 1);
+    opened.seek(&start);
+    assert_eq!(opened.next().map(|c| c.row().clone()), Some("r3".into()));
+    assert_eq!(opened.next().map(|c| c.row().clone()), Some("r4".into()));
+    opened.seek(&start);
+    assert_eq!(opened.next().map(|c| c.row().clone()), Some("r3".into()));
+    let mut elsewhere = memstore.scanner(start.clone().., 1);
+    elsewhere.seek(&CellKey::first_on_row("r6"));
+    assert_eq!(elsewhere.next().map(|c| c.row().clone()), Some("r6".into()));
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! [`Wal`]: group commit over segments. Appenders frame their entry into a shared, bounded
-//! pending buffer and wait; one writer thread writes everything pending with one `write`, wakes
-//! the `SyncWal` waiters, and covers every `FsyncWal` waiter with one `fdatasync`.
+//! pending buffer and wait. A `SyncWal` appender that finds nobody writing becomes the group's
+//! leader and writes everything pending itself with one `write` (RocksDB's write group: no
+//! hand-off to another thread); the writer thread writes `AsyncWal` entries and covers every
+//! `FsyncWal` waiter with one `fdatasync`. One flag, `writing`, makes each batch exclusive, so
+//! batches reach the segment in LSN order whoever writes them.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -31,6 +34,9 @@ struct Shared {
     dir: PathBuf,
     options: WalOptions,
     state: Mutex<State>,
+    /// The segment being written. Locked only by whoever set `State::writing`, so never
+    /// contended; a mutex only because the writer thread and leaders take turns with it.
+    segment: Mutex<SegmentWriter>,
     /// Wakes the writer: work arrived, or a roll or close was asked for.
     work: Condvar,
     /// Wakes appenders: entries were written or synced, buffer space freed, or poison.
@@ -56,6 +62,13 @@ struct State {
     pending_spans: Vec<tracing::Span>,
     /// When the oldest pending entry was appended.
     pending_since: Option<Instant>,
+    /// A pending entry needs the writer thread (an `AsyncWal` or `FsyncWal` one: nobody waits
+    /// to lead for it).
+    pending_for_writer: bool,
+    /// Someone (the writer thread or a leader) is writing or syncing the segment.
+    writing: bool,
+    /// Appenders waiting for room in the pending buffer.
+    space_waiters: usize,
     next_lsn: u64,
     written_lsn: u64,
     synced_lsn: u64,
@@ -89,7 +102,7 @@ impl Wal {
             last_sequence,
             closed,
         } = recover(&fs, dir, &options)?;
-        let writer = SegmentWriter::create(&fs, dir, next_lsn, options.max_entry_size)?;
+        let segment = SegmentWriter::create(&fs, dir, next_lsn, options.max_entry_size)?;
         let shared = Arc::new(Shared {
             fs,
             dir: dir.to_path_buf(),
@@ -101,6 +114,9 @@ impl Wal {
                 #[cfg(feature = "tracing")]
                 pending_spans: Vec::new(),
                 pending_since: None,
+                pending_for_writer: false,
+                writing: false,
+                space_waiters: 0,
                 next_lsn,
                 written_lsn: next_lsn - 1,
                 synced_lsn: next_lsn - 1,
@@ -115,17 +131,19 @@ impl Wal {
                 poisoned: None,
                 closing: false,
             }),
+            segment: Mutex::new(segment),
             work: Condvar::new(),
             progress: Condvar::new(),
             metrics: Metrics::default(),
         });
         let thread_shared = Arc::clone(&shared);
-        let writer = spawn_named("keel-wal-writer", move || thread_shared.run_writer(writer))
-            .map_err(|source| WalError::Io {
+        let writer = spawn_named("keel-wal-writer", move || thread_shared.run_writer()).map_err(
+            |source| WalError::Io {
                 op: "spawn writer",
                 path: dir.to_path_buf(),
                 source,
-            })?;
+            },
+        )?;
         Ok(Wal {
             shared,
             writer: Some(writer),
@@ -192,7 +210,9 @@ impl Wal {
             && (state.pending.len() + size > shared.options.pending_bytes_max
                 || state.pending_entries >= shared.options.pending_entries_max as u64)
         {
+            state.space_waiters += 1;
             shared.progress.wait(&mut state);
+            state.space_waiters -= 1;
             check_usable(&state)?;
         }
         let mut payload = Vec::with_capacity(size);
@@ -214,7 +234,12 @@ impl Wal {
         if durability == Durability::FsyncWal {
             state.sync_wanted = state.sync_wanted.max(lsn);
         }
-        shared.work.notify_one();
+        // A `SyncWal` appender writes its own group when it waits (or a leader takes it along);
+        // the others need the writer thread.
+        if durability != Durability::SyncWal {
+            state.pending_for_writer = true;
+            shared.work.notify_one();
+        }
         shared.metrics.appended(size);
         Ok(PendingAppend {
             wal: self,
@@ -241,6 +266,13 @@ impl Wal {
         // and then no progress will ever come to wake this waiter.
         while !done(&state) {
             check_usable(&state)?;
+            // Nobody is writing and this entry is still pending: lead the group. (Whoever
+            // clears `writing` wakes every waiter, so a waiter that finds it set is woken to
+            // try again.)
+            if durability == Durability::SyncWal && !state.writing && state.written_lsn < lsn {
+                state = shared.lead(state);
+                continue;
+            }
             shared.progress.wait(&mut state);
         }
         let (write, sync) = state
@@ -489,121 +521,203 @@ fn check_usable(state: &MutexGuard<'_, State>) -> Result<(), WalError> {
     Ok(())
 }
 
+/// Most batches one `SyncWal` leader writes in a row before returning to its caller.
+const LEADER_BATCHES: usize = 4;
+
 impl Shared {
+    /// Refuses every later append; wakes every waiter to see it, and the writer to stop.
     fn poison(&self, state: &mut State, err: &WalError) {
         state.poisoned.get_or_insert_with(|| err.to_string());
         self.progress.notify_all();
+        self.work.notify_one();
     }
 
-    /// The writer thread: take everything pending, write it in one call, wake the `SyncWal`
-    /// waiters, then sync once if any `FsyncWal` waiter (or the `AsyncWal` bound) needs it.
-    fn run_writer(self: Arc<Self>, mut segment: SegmentWriter) {
+    /// Whether the writer thread has something to do: entries no leader will take, a sync, a
+    /// roll, the `AsyncWal` bound, or the close; or entries pending so long that their appender
+    /// evidently never waited for them.
+    fn writer_has_work(&self, state: &State) -> bool {
+        let interval = self.options.async_sync_interval;
+        let async_due = state
+            .unsynced_since
+            .is_some_and(|t| t.elapsed() >= interval);
+        let stale = state.pending_since.is_some_and(|t| t.elapsed() >= interval);
+        state.pending_for_writer
+            || stale
+            || (state.closing && !state.pending.is_empty())
+            || state.sync_wanted > state.synced_lsn
+            || state.roll_requested
+            || async_due
+    }
+
+    /// Ends a turn at writing: clears `writing`, wakes every waiter (each may now lead) and, if
+    /// it has work, the writer thread.
+    fn end_turn(&self, state: &mut State) {
+        state.writing = false;
+        self.progress.notify_all();
+        if self.writer_has_work(state) {
+            self.work.notify_one();
+        }
+    }
+
+    /// A `SyncWal` waiter's turn as leader (the caller saw `writing` clear with its entry
+    /// pending): writes everything pending, publishes it and returns the state locked again.
+    /// While more arrived meanwhile, it writes that too (up to [`LEADER_BATCHES`] batches), so
+    /// the next group need not wait for a woken waiter to be scheduled.
+    fn lead<'a>(&'a self, mut state: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        state.writing = true;
+        let mut segment = self.segment.lock();
+        for turn in 1..=LEADER_BATCHES {
+            let Some((next, last, write_time)) = self.write_pending(state, &mut segment) else {
+                drop(segment);
+                let mut state = self.state.lock();
+                self.end_turn(&mut state);
+                return state;
+            };
+            state = next;
+            record_batch(&mut state, last, write_time, Duration::ZERO);
+            if state.pending.is_empty() || state.closing || turn == LEADER_BATCHES {
+                break;
+            }
+            // The batch's waiters may go while the next one is written.
+            self.progress.notify_all();
+        }
+        drop(segment);
+        self.end_turn(&mut state);
+        state
+    }
+
+    /// Takes everything pending (the caller has set `writing` and holds the segment), rolls the
+    /// segment first if due, writes the batch with one call and publishes it as written.
+    /// Returns the state locked again, the batch's last LSN and its write time; `None` if the
+    /// WAL was poisoned (the state is then unlocked).
+    fn write_pending<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State>,
+        segment: &mut SegmentWriter,
+    ) -> Option<(MutexGuard<'a, State>, u64, Duration)> {
+        let batch = std::mem::take(&mut state.pending);
+        let count = std::mem::take(&mut state.pending_entries);
+        let meta = std::mem::take(&mut state.pending_meta);
+        state.pending_for_writer = false;
+        #[cfg(feature = "tracing")]
+        let _write_span = {
+            let span = tracing::debug_span!("wal.write", entries = count);
+            for cause in std::mem::take(&mut state.pending_spans) {
+                span.follows_from(&cause);
+            }
+            span.entered()
+        };
+        let queued_since = state.pending_since.take();
+        let roll =
+            std::mem::take(&mut state.roll_requested) || segment.len() >= self.options.roll_size;
+        let last = state.written_lsn + count;
+        // Free buffer space now: appenders may fill the next batch while this one writes. (Only
+        // those waiting for room: waking every waiter per batch would cost a herd of futile
+        // wake-ups.)
+        if state.space_waiters > 0 {
+            self.progress.notify_all();
+        }
+        drop(state);
+
+        if roll && !segment.is_empty() {
+            match self.roll(segment) {
+                Ok(closed) => {
+                    let mut state = self.state.lock();
+                    let max_sequence = std::mem::take(&mut state.current_max_sequence);
+                    state.closed.push_back(ClosedSegment {
+                        path: closed,
+                        max_sequence,
+                    });
+                    state.synced_lsn = state.synced_lsn.max(state.written_lsn);
+                    if let Err(err) = self.truncate(&mut state) {
+                        self.poison(&mut state, &err);
+                        return None;
+                    }
+                }
+                Err(err) => {
+                    self.poison(&mut self.state.lock(), &err);
+                    return None;
+                }
+            }
+        }
+        let write_started = Instant::now();
+        if count > 0
+            && let Err(err) = segment.append_framed(&batch, count)
+        {
+            self.poison(&mut self.state.lock(), &err);
+            return None;
+        }
+        let write_time = write_started.elapsed();
+        let mut state = self.state.lock();
+        state.written_lsn = last;
+        for (region, sequence) in meta {
+            let max = state.current_max_sequence.entry(region).or_insert(0);
+            *max = (*max).max(sequence);
+        }
+        if count > 0 {
+            state
+                .unsynced_since
+                .get_or_insert(queued_since.unwrap_or(write_started));
+            self.metrics.wrote();
+        }
+        Some((state, last, write_time))
+    }
+
+    /// The writer thread: when it has work and nobody is writing, takes its turn: writes
+    /// everything pending, wakes the `SyncWal` waiters, then syncs once if any `FsyncWal`
+    /// waiter (or the `AsyncWal` bound, or the close) needs it.
+    fn run_writer(self: Arc<Self>) {
         loop {
             let mut state = self.state.lock();
             loop {
-                let async_due = state
-                    .unsynced_since
-                    .is_some_and(|t| t.elapsed() >= self.options.async_sync_interval);
-                let has_work = !state.pending.is_empty()
-                    || state.sync_wanted > state.synced_lsn
-                    || state.roll_requested
-                    || async_due;
-                if state.poisoned.is_some() || (state.closing && !has_work) {
+                let has_work = self.writer_has_work(&state);
+                if state.poisoned.is_some() || (state.closing && !has_work && !state.writing) {
                     return;
                 }
-                if has_work {
+                if has_work && !state.writing {
                     break;
                 }
                 let deadline = Instant::now() + self.options.async_sync_interval;
                 self.work.wait_until(&mut state, deadline);
             }
-            let batch = std::mem::take(&mut state.pending);
-            let count = std::mem::take(&mut state.pending_entries);
-            let meta = std::mem::take(&mut state.pending_meta);
-            #[cfg(feature = "tracing")]
-            let _write_span = {
-                let span = tracing::debug_span!("wal.write", entries = count);
-                for cause in std::mem::take(&mut state.pending_spans) {
-                    span.follows_from(&cause);
-                }
-                span.entered()
-            };
-            let queued_since = state.pending_since.take();
-            let roll = std::mem::take(&mut state.roll_requested)
-                || segment.len() >= self.options.roll_size;
-            let last = state.written_lsn + count;
-            // Free buffer space now: appenders may fill the next batch while this one writes.
-            self.progress.notify_all();
-            drop(state);
-
-            if roll && !segment.is_empty() {
-                match self.roll(&mut segment) {
-                    Ok(closed) => {
-                        let mut state = self.state.lock();
-                        let max_sequence = std::mem::take(&mut state.current_max_sequence);
-                        state.closed.push_back(ClosedSegment {
-                            path: closed,
-                            max_sequence,
-                        });
-                        state.synced_lsn = state.synced_lsn.max(state.written_lsn);
-                        if let Err(err) = self.truncate(&mut state) {
-                            self.poison(&mut state, &err);
-                            return;
-                        }
-                    }
-                    Err(err) => {
-                        self.poison(&mut self.state.lock(), &err);
-                        return;
-                    }
-                }
-            }
-            let write_started = Instant::now();
-            if count > 0
-                && let Err(err) = segment.append_framed(&batch, count)
-            {
-                self.poison(&mut self.state.lock(), &err);
+            state.writing = true;
+            let mut segment = self.segment.lock();
+            let Some((mut state, last, write_time)) = self.write_pending(state, &mut segment)
+            else {
                 return;
-            }
-            let write_time = write_started.elapsed();
-            let mut state = self.state.lock();
-            state.written_lsn = last;
-            for (region, sequence) in meta {
-                let max = state.current_max_sequence.entry(region).or_insert(0);
-                *max = (*max).max(sequence);
-            }
-            if count > 0 {
-                state
-                    .unsynced_since
-                    .get_or_insert(queued_since.unwrap_or(write_started));
-            }
+            };
             let async_due = state
                 .unsynced_since
                 .is_some_and(|t| t.elapsed() >= self.options.async_sync_interval);
             let sync = (state.sync_wanted > state.synced_lsn || async_due || state.closing)
                 && state.synced_lsn < state.written_lsn;
             record_batch(&mut state, last, write_time, Duration::ZERO);
+            if !sync {
+                drop(segment);
+                self.end_turn(&mut state);
+                continue;
+            }
+            // `SyncWal` waiters of this batch may go; `writing` stays set through the sync, so
+            // nobody writes while it runs.
             self.progress.notify_all();
             drop(state);
-            if count > 0 {
-                self.metrics.wrote();
+            #[cfg(feature = "tracing")]
+            let _sync_span = tracing::debug_span!("wal.sync").entered();
+            let sync_started = Instant::now();
+            let synced = segment.sync();
+            drop(segment);
+            let mut state = self.state.lock();
+            if let Err(err) = synced {
+                self.poison(&mut state, &err);
+                return;
             }
-            if sync {
-                #[cfg(feature = "tracing")]
-                let _sync_span = tracing::debug_span!("wal.sync").entered();
-                let sync_started = Instant::now();
-                if let Err(err) = segment.sync() {
-                    self.poison(&mut self.state.lock(), &err);
-                    return;
-                }
-                let sync_time = sync_started.elapsed();
-                let mut state = self.state.lock();
-                let newly = last - state.synced_lsn;
-                state.synced_lsn = last;
-                state.unsynced_since = None;
-                record_batch(&mut state, last, write_time, sync_time);
-                self.metrics.synced(newly, sync_time);
-                self.progress.notify_all();
-            }
+            let sync_time = sync_started.elapsed();
+            let newly = last - state.synced_lsn;
+            state.synced_lsn = last;
+            state.unsynced_since = None;
+            record_batch(&mut state, last, write_time, sync_time);
+            self.metrics.synced(newly, sync_time);
+            self.end_turn(&mut state);
         }
     }
 
