@@ -9,6 +9,8 @@ const INCREMENT: &str = "\
 durability order        total ms     incr/s   p75 µs   p95 µs   p99 µs | per increment, µs:   lock append   sync  memst   mvcc
 SyncWal   Reordered         148      54032     1127     2551     5511 |                      565.5  161.4  130.7    0.9  280.6
 SyncWal   Legacy            175      45658     1687     3221     5679 |                      480.8  142.7  174.4    0.8  246.7
+FsyncWal  Reordered        1074      37244     2389     4899     7911 |                      652.6  372.2  498.6    1.2  517.6
+FsyncWal  Legacy           1402      28530     3085     5619     8671 |                      544.3  320.9  449.5    1.1  489.8
 figure: increment_new_vs_legacy_time = 0.8450
 figure: increment_new_vs_legacy_p99 = 0.9704
 ";
@@ -30,6 +32,12 @@ fn imported_benchmarks_become_results() {
     assert_eq!(reorder.figure, ("seed001_reorder_time_ratio".into(), 0.845));
     assert_eq!(reorder.rows[0].keel_a, 0.148);
     assert_eq!(reorder.rows[3].keel_b, 5679.0);
+    assert_eq!(reorder.rows[4].measure, "FsyncWal: total time, s");
+    assert_eq!(
+        (reorder.rows[4].keel_a, reorder.rows[4].keel_b),
+        (1.074, 1.402)
+    );
+    assert_eq!(reorder.rows[5].keel_b, 8671.0);
     let tracing = seeds::imported::tracing(TRACING, Size::Quick).expect("tracing");
     assert_eq!(tracing.figure.1, 1.0343);
     assert_eq!(

@@ -117,7 +117,16 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|n| n.parse().ok())
         .unwrap_or(if quick { 100 } else { 500 });
-    let rounds = if quick { 1 } else { 2 };
+    // Five rounds, each configuration once per round, and the median round reported: one round
+    // lasts about a second, and single rounds of the same build swung 0.71–1.20 (SyncWal
+    // new ÷ legacy) on this shared machine.
+    let rounds = args
+        .iter()
+        .position(|a| a == "--rounds")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(if quick { 1 } else { 5 })
+        .max(1);
     println!(
         "increment: {THREADS} threads × {per_thread} increments over the same {ROWS} rows, embedded, one region; {rounds} interleaved round(s)"
     );
