@@ -311,9 +311,10 @@ pub fn run_seed(size: Size) -> Result<SeedResult, String> {
          HBase's pool and Keel's serve reads from the heap; the heap designs that reuse buffers \
          (per-connection, shared-average) reuse them for reads too."
             .into(),
-        "An insert larger than one 65 KiB buffer arrives in the fixed pool as a chain of pooled \
-         buffers, which keel-server copies into one contiguous buffer for the decoder \
-         (docs/server.md): those copies are heap allocations the pool does not count."
+        "The fixed pool reads an insert larger than one 65 KiB buffer straight into the heap \
+         (counted): keel-thrift decodes one contiguous slice, so a chain of pooled buffers would \
+         only add a copy (docs/server.md). HBase decodes such requests from the chain \
+         (MultiByteBuff), which Keel does not yet."
             .into(),
     ];
     Ok(SeedResult {

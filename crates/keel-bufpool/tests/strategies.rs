@@ -99,6 +99,23 @@ fn dropping_the_last_slice_returns_the_buffer_for_the_next_request() {
 }
 
 #[test]
+fn the_fixed_pool_reads_a_request_larger_than_a_buffer_into_the_heap() {
+    let pool = RequestPool::new(Strategy::FixedPool, options());
+    let mut connection = pool.connect();
+    let mut one = connection.allocate(4096).unwrap();
+    one.put_slice(&stamp(4096, 1));
+    drop(one.freeze());
+    let mut large = connection.allocate(3 * 4096 + 700).unwrap();
+    large.put_slice(&stamp(3 * 4096 + 700, 2));
+    assert_eq!(&large.freeze()[..], &stamp(3 * 4096 + 700, 2)[..]);
+    let s = pool.stats();
+    // One pooled buffer for the first; the second, counted, from the heap: no chain to copy.
+    assert_eq!((s.pooled_allocations, s.heap_allocations), (1, 1), "{s:?}");
+    assert_eq!(s.heap_bytes, 3 * 4096 + 700);
+    assert_eq!(s.buffers_created, 1);
+}
+
+#[test]
 fn an_unfrozen_buffer_goes_back_when_dropped() {
     for strategy in [Strategy::FixedPool, Strategy::SharedAverage] {
         let pool = RequestPool::new(strategy, options());
