@@ -165,6 +165,37 @@ impl PoolBuf {
         })
     }
 
+    /// The written bytes as one contiguous `Bytes`: for a one-segment buffer (most requests)
+    /// without a copy and with no allocation but the `Bytes` owner; a chain is copied into one
+    /// piece. Pooled memory goes back to the pool when the last `Bytes` sharing it is dropped.
+    pub fn into_bytes(mut self) -> Bytes {
+        if !matches!(self.segments, Segments::One(_)) {
+            return self.freeze().into_contiguous();
+        }
+        let Segments::One(segment) = std::mem::take(&mut self.segments) else {
+            unreachable!("checked above")
+        };
+        let used = segment.bytes().len().min(self.written);
+        self.frozen_segment(segment).slice(..used)
+    }
+
+    /// One segment as `Bytes` that return it to the pool (if pooled) when the last drops.
+    fn frozen_segment(&self, segment: Segment) -> Bytes {
+        match segment {
+            Segment::Pooled(slot, buffer) => {
+                let Some(pool) = &self.pool else {
+                    unreachable!("a buffer with pooled segments keeps its pool")
+                };
+                Bytes::from_owner(Returner {
+                    slot,
+                    buffer: Some(buffer),
+                    pool: pool.inner.clone(),
+                })
+            }
+            Segment::Heap(buffer) => Bytes::from(buffer),
+        }
+    }
+
     /// Turns the written bytes into shareable, read-only `Bytes` (one part per segment, no copy).
     /// Pooled memory goes back to the pool when the last `Bytes` sharing it is dropped.
     pub fn freeze(mut self) -> FrozenBuf {
@@ -177,20 +208,7 @@ impl PoolBuf {
                 .len()
                 .min(self.written.saturating_sub(start));
             start += used;
-            let bytes = match segment {
-                Segment::Pooled(slot, buffer) => {
-                    let Some(pool) = &self.pool else {
-                        unreachable!("a buffer with pooled segments keeps its pool")
-                    };
-                    let owner = Returner {
-                        slot,
-                        buffer: Some(buffer),
-                        pool: pool.inner.clone(),
-                    };
-                    Bytes::from_owner(owner)
-                }
-                Segment::Heap(buffer) => Bytes::from(buffer),
-            };
+            let bytes = self.frozen_segment(segment);
             // An unused segment is dropped here, which returns a pooled buffer at once.
             if used > 0 {
                 parts.push(bytes.slice(..used));

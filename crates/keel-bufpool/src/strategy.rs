@@ -272,7 +272,7 @@ impl RequestBuf {
     /// buffer goes back to its design when the last clone or slice is dropped.
     pub fn freeze(self) -> Bytes {
         match self.0 {
-            Held::Pooled(b) => b.freeze().into_contiguous(),
+            Held::Pooled(b) => b.into_bytes(),
             Held::Heap(r) => Bytes::from_owner(r),
         }
     }

@@ -172,6 +172,32 @@ fn frozen_bytes_share_the_pooled_buffer_until_the_last_clone_drops() {
 }
 
 #[test]
+fn into_bytes_shares_one_segment_and_copies_a_chain() {
+    let pool = small_pool(4);
+    // One pooled segment: shared, back in the pool when the last slice drops.
+    let mut one = pool.allocate(40).unwrap();
+    fill(&mut one, 40, 4);
+    let bytes = one.into_bytes();
+    assert_eq!(bytes.as_ref(), expected(40, 4).as_slice());
+    assert_eq!(pool.stats().free_buffers, 0);
+    drop(bytes);
+    assert_eq!(pool.stats().free_buffers, 1);
+    // Nothing written: empty, and the buffer goes straight back.
+    let empty = pool.allocate(40).unwrap().into_bytes();
+    assert!(empty.is_empty());
+    assert_eq!(pool.stats().free_buffers, 1);
+    // A chain: one copy, and every pooled buffer back at once.
+    let len = pool.options().buffer_size * 2 + 10;
+    let mut chain = pool.allocate(len).unwrap();
+    assert!(chain.segment_count() > 1);
+    fill(&mut chain, len, 5);
+    let bytes = chain.into_bytes();
+    assert_eq!(bytes.as_ref(), expected(len, 5).as_slice());
+    let s = pool.stats();
+    assert_eq!(s.free_buffers, s.live_buffers, "{s:?}");
+}
+
+#[test]
 fn freezing_a_chain_keeps_only_written_segments() {
     let pool = small_pool(4);
     let mut buf = pool.allocate(192).unwrap();
