@@ -809,12 +809,12 @@ impl Region {
                 if cell.row() != &row {
                     break;
                 }
-                if skip.still_in_column(&cell, &mut merge)? {
+                if skip.still_in_column(&cell, out.last(), &mut merge)? {
                     continue;
                 }
                 let admitted = matcher.admit(&cell);
                 if matcher.column_done() {
-                    skip.column_done(&cell);
+                    skip.column_done(&cell, admitted);
                 }
                 if admitted {
                     out.push(cell);

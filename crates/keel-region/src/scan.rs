@@ -209,36 +209,66 @@ pub struct RegionScanner {
 /// an older timestamp sorts after that column's puts and must still be seen.
 #[derive(Debug, Default)]
 pub(crate) struct ColumnSkip {
-    /// (row, family, qualifier) of the column just finished.
-    done: Option<(Bytes, Bytes, Bytes)>,
+    done: Option<Finished>,
+}
+
+/// Where the finished column's coordinates are.
+#[derive(Debug)]
+enum Finished {
+    /// In the last cell the caller kept: no copy of its key needed (every returned column's
+    /// last version is this case, so it is the common one, and it saves three reference-count
+    /// round trips on the cell's shared block).
+    Kept,
+    /// (row, family, qualifier) of a finished column whose last cell was not kept.
+    Dropped(Bytes, Bytes, Bytes),
 }
 
 impl ColumnSkip {
-    /// Notes that `cell`'s column has all the versions the read wants.
-    pub(crate) fn column_done(&mut self, cell: &Cell) {
-        if !cell.qualifier().is_empty() {
-            self.done = Some((
+    /// Notes that `cell`'s column has all the versions the read wants; `kept`: the caller
+    /// keeps `cell` as the last of its results (it is then passed back to
+    /// [`ColumnSkip::still_in_column`] as `last_kept`).
+    pub(crate) fn column_done(&mut self, cell: &Cell, kept: bool) {
+        if cell.qualifier().is_empty() {
+            return;
+        }
+        self.done = Some(if kept {
+            Finished::Kept
+        } else {
+            Finished::Dropped(
                 cell.row().clone(),
                 cell.family().clone(),
                 cell.qualifier().clone(),
-            ));
-        }
+            )
+        });
     }
 
     /// True if `next` is an older version of the finished column: `merge` has then been moved
     /// past that column, and `next` is to be dropped and the next cell read instead.
+    /// `last_kept` is the caller's last kept cell (`None` once its results were handed on,
+    /// when `next` is always of another row).
     pub(crate) fn still_in_column(
         &mut self,
         next: &Cell,
+        last_kept: Option<&Cell>,
         merge: &mut MergeScanner<'_>,
     ) -> Result<bool, RegionError> {
-        let Some((row, family, qualifier)) = self.done.take() else {
-            return Ok(false);
+        let done = self.done.take();
+        let (row, family, qualifier) = match &done {
+            None => return Ok(false),
+            Some(Finished::Dropped(row, family, qualifier)) => (row, family, qualifier),
+            Some(Finished::Kept) => match last_kept {
+                Some(cell) => (cell.row(), cell.family(), cell.qualifier()),
+                None => return Ok(false),
+            },
         };
-        if next.row() != &row || next.family() != &family || next.qualifier() != &qualifier {
+        if next.row() != row || next.family() != family || next.qualifier() != qualifier {
             return Ok(false);
         }
-        merge.seek(&CellKey::last_on_column(row, family, qualifier))?;
+        merge.seek(&CellKey::last_on_column(
+            row.clone(),
+            family.clone(),
+            qualifier.clone(),
+        ))?;
         Ok(true)
     }
 }
@@ -279,7 +309,7 @@ impl RegionScanner {
                 None => self.merge.next()?,
             };
             if let Some(c) = &cell
-                && self.skip.still_in_column(c, &mut self.merge)?
+                && self.skip.still_in_column(c, row.last(), &mut self.merge)?
             {
                 continue;
             }
@@ -295,13 +325,15 @@ impl RegionScanner {
                 row_key = None;
                 continue;
             }
-            row_key = Some(cell.row().clone());
+            if row_key.is_none() {
+                row_key = Some(cell.row().clone());
+            }
             if !self.scan.includes(cell.row()) {
                 continue;
             }
             let admitted = self.matcher.admit(&cell);
             if self.matcher.column_done() {
-                self.skip.column_done(&cell);
+                self.skip.column_done(&cell, admitted);
             }
             if admitted {
                 row.push(cell);
