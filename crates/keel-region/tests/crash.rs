@@ -179,12 +179,15 @@ fn kill_and_check(test_name: &str, durability: Durability) {
             )
             .expect("write after reopen");
         assert_eq!(region.get(b"after", &everything).expect("get").len(), 1);
+        // The counter reads back as before the write (absent if no increment landed before
+        // the kill: the row writers can report hundreds of rows first).
         assert_eq!(
             region
                 .get(&Bytes::from("counter"), &everything)
                 .expect("get")
                 .len(),
-            1
+            usize::from(counter > 0),
+            "round {round}: counter {counter}"
         );
         drop(region);
         Arc::try_unwrap(wal)

@@ -291,14 +291,21 @@ fn a_writer_faster_than_flush_and_compaction_is_slowed_and_loses_nothing() {
     let compactions: u64 = region_stats.iter().map(|r| r.compactions).sum();
     assert!(flushes > 3 && compactions > 0, "{region_stats:?}");
     assert_eq!(stats.flush_failures + stats.compaction_failures, 0);
+    // Store files stay bounded: during the run a delayed flush goes ahead after `blocking_wait`
+    // and a global-pressure flush does not wait at all (both as in HBase), so the count may pass
+    // the blocking count for a while — by how much depends on how fast the writers are. Once
+    // they stop, compaction must bring every store back under it.
+    let settle = Instant::now() + Duration::from_secs(30);
     for t in &tables {
-        // Bounded by the blocking count plus what flushed while a compaction ran.
-        assert!(
-            t.region().store_file_count() <= 12,
-            "{} files: {:?} {stats:?}",
-            t.region().store_file_count(),
-            t.region().stats()
-        );
+        while t.region().store_file_count() > 6 {
+            assert!(
+                Instant::now() < settle,
+                "{} files 30 s after the writers stopped: {:?} {stats:?}",
+                t.region().store_file_count(),
+                t.region().stats()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
     let mut seen = BTreeSet::new();
     for (w, rows) in acknowledged.iter().enumerate() {

@@ -5,36 +5,20 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use keel_region::{RegionServer, ServerOptions};
 use keel_rpc::RpcOptions;
-use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
+use keel_server::NetOptions;
 use keel_thrift::hbase::{
     BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, decode_reply,
 };
 use keel_thrift::transport::{Protocol, Transport};
 use keel_thrift::{BinaryDecoder, BinaryEncoder, Client, ClientError, Encoder, Limits, TType};
 
-fn b(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
-
-fn start(dir: &std::path::Path, options: NetOptions) -> ThriftServer {
-    let store = Arc::new(RegionServer::open(dir, ServerOptions::default()).expect("open"));
-    let handler = Arc::new(Handler::new(store, HandlerOptions::default()));
-    ThriftServer::start(
-        handler,
-        NetOptions {
-            listen: "127.0.0.1:0".parse().expect("address"),
-            ..options
-        },
-    )
-    .expect("start")
-}
+mod common;
+use common::{b, serve as start};
 
 fn create_table(c: &mut Client) {
     c.call(&Call::CreateTable {

@@ -12,19 +12,17 @@ use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Mutation, Reply,
 use keel_thrift::transport::{Protocol, Transport};
 use keel_thrift::{Client, ClientError};
 
-fn b(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
+mod common;
+use common::{b, serve};
 
 fn start(dir: &std::path::Path, max_frame: usize) -> ThriftServer {
-    let store = Arc::new(RegionServer::open(dir, ServerOptions::default()).expect("open"));
-    let handler = Arc::new(Handler::new(store, HandlerOptions::default()));
-    let options = NetOptions {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        max_frame,
-        ..NetOptions::default()
-    };
-    ThriftServer::start(handler, options).expect("start")
+    serve(
+        dir,
+        NetOptions {
+            max_frame,
+            ..NetOptions::default()
+        },
+    )
 }
 
 #[test]

@@ -3,30 +3,26 @@
 //! the heap again above one buffer) and read each back whole; afterwards every buffer a design
 //! made is back with it or discarded, never leaked.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use keel_bufpool::{PoolStats, Strategy};
-use keel_region::{RegionServer, ServerOptions};
-use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
+use keel_server::{NetOptions, ThriftServer};
 use keel_thrift::Client;
 use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Mutation, Reply};
 use keel_thrift::transport::{Protocol, Transport};
 
-fn b(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
+mod common;
+use common::{b, serve};
 
 fn start(dir: &std::path::Path, buffers: Strategy) -> ThriftServer {
-    let store = Arc::new(RegionServer::open(dir, ServerOptions::default()).expect("open"));
-    let handler = Arc::new(Handler::new(store, HandlerOptions::default()));
-    let options = NetOptions {
-        listen: "127.0.0.1:0".parse().expect("address"),
-        buffers,
-        ..NetOptions::default()
-    };
-    ThriftServer::start(handler, options).expect("start")
+    serve(
+        dir,
+        NetOptions {
+            buffers,
+            ..NetOptions::default()
+        },
+    )
 }
 
 fn value(client: usize, i: usize) -> Bytes {

@@ -1,5 +1,6 @@
-//! The handler tests' fixture: a store with table `t` (families `cf`, 3 versions, and `cf2`,
-//! 1 version) behind a [`Handler`], and helpers to write and read it.
+//! The tests' shared helpers: the handler fixture (a store with table `t`: families `cf`, 3
+//! versions, and `cf2`, 1 version, behind a [`Handler`]) with helpers to write and read it, and
+//! [`serve`], a server over TCP on a fresh store.
 
 #![allow(dead_code, reason = "each test file uses some of these")]
 
@@ -7,10 +8,24 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use keel_region::{RegionServer, ServerOptions};
-use keel_server::{Handler, HandlerOptions};
+use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
 use keel_thrift::hbase::{
     BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TRowResult,
 };
+
+/// A server on a fresh store in `dir`, on an ephemeral loopback port, with `options` otherwise.
+pub(crate) fn serve(dir: &std::path::Path, options: NetOptions) -> ThriftServer {
+    let store = Arc::new(RegionServer::open(dir, ServerOptions::default()).expect("open"));
+    let handler = Arc::new(Handler::new(store, HandlerOptions::default()));
+    ThriftServer::start(
+        handler,
+        NetOptions {
+            listen: "127.0.0.1:0".parse().expect("address"),
+            ..options
+        },
+    )
+    .expect("start")
+}
 
 pub(crate) fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
