@@ -86,22 +86,12 @@ fn one_strategy(p: &Props, buffers: Strategy) -> Result<Outcome, String> {
     )?;
     let after_read = server.pool_stats();
     server.shutdown();
-    let minus = |a: PoolStats, b: PoolStats| PoolStats {
-        buffers_created: a.buffers_created - b.buffers_created,
-        bytes_created: a.bytes_created - b.bytes_created,
-        buffers_discarded: a.buffers_discarded - b.buffers_discarded,
-        bytes_discarded: a.bytes_discarded - b.bytes_discarded,
-        heap_allocations: a.heap_allocations - b.heap_allocations,
-        heap_bytes: a.heap_bytes - b.heap_bytes,
-        pooled_allocations: a.pooled_allocations - b.pooled_allocations,
-        ..a
-    };
     Ok(Outcome {
         strategy: buffers,
         load,
         read,
-        after_load: minus(after_load, base),
-        after_read: minus(after_read, after_load),
+        after_load: after_load.since(&base),
+        after_read: after_read.since(&after_load),
     })
 }
 

@@ -112,7 +112,7 @@ fn run_once<R: RequestBuffers>(
     let read_time = phase(&timed, reads, wire, repeat);
     Row {
         put: after_puts,
-        read: minus(after_reads, after_puts),
+        read: after_reads.since(&after_puts),
         put_rate: requests(puts) / put_time.as_secs_f64(),
         read_rate: requests(reads) / read_time.as_secs_f64(),
         total_rate: (requests(puts) + requests(reads)) / (put_time + read_time).as_secs_f64(),
@@ -124,22 +124,6 @@ fn run_once<R: RequestBuffers>(
 fn keep_best(best: &mut Option<Row>, row: Row) {
     if best.as_ref().is_none_or(|b| row.total_rate > b.total_rate) {
         *best = Some(row);
-    }
-}
-
-fn minus(a: PoolStats, b: PoolStats) -> PoolStats {
-    PoolStats {
-        buffers_created: a.buffers_created - b.buffers_created,
-        bytes_created: a.bytes_created - b.bytes_created,
-        buffers_discarded: a.buffers_discarded - b.buffers_discarded,
-        bytes_discarded: a.bytes_discarded - b.bytes_discarded,
-        pooled_allocations: a.pooled_allocations - b.pooled_allocations,
-        pooled_bytes: a.pooled_bytes - b.pooled_bytes,
-        heap_allocations: a.heap_allocations - b.heap_allocations,
-        heap_bytes: a.heap_bytes - b.heap_bytes,
-        exhaustions: a.exhaustions - b.exhaustions,
-        free_buffers: a.free_buffers,
-        live_buffers: a.live_buffers,
     }
 }
 

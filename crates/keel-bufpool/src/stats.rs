@@ -30,6 +30,25 @@ pub struct PoolStats {
     pub live_buffers: usize,
 }
 
+impl PoolStats {
+    /// The counts between `earlier` and this snapshot (what happened in between); the gauges
+    /// (free and live buffers) are this snapshot's.
+    pub fn since(&self, earlier: &PoolStats) -> PoolStats {
+        PoolStats {
+            buffers_created: self.buffers_created - earlier.buffers_created,
+            bytes_created: self.bytes_created - earlier.bytes_created,
+            buffers_discarded: self.buffers_discarded - earlier.buffers_discarded,
+            bytes_discarded: self.bytes_discarded - earlier.bytes_discarded,
+            pooled_allocations: self.pooled_allocations - earlier.pooled_allocations,
+            pooled_bytes: self.pooled_bytes - earlier.pooled_bytes,
+            heap_allocations: self.heap_allocations - earlier.heap_allocations,
+            heap_bytes: self.heap_bytes - earlier.heap_bytes,
+            exhaustions: self.exhaustions - earlier.exhaustions,
+            ..*self
+        }
+    }
+}
+
 /// The live counters. Relaxed atomics: each is an independent tally read for reporting.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
