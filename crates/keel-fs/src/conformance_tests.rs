@@ -95,6 +95,18 @@ fn conformance(fs: &dyn FileSystem, root: &Path) {
         fs.list(&root.join("nope")).unwrap_err().kind(),
         ErrorKind::NotFound
     );
+
+    // remove_dir takes only empty directories; create_dir_durable makes missing levels.
+    assert!(fs.remove_dir(&dir).is_err(), "not empty");
+    fs.remove_dir(&dir.join("sub")).unwrap();
+    assert!(!fs.exists(&dir.join("sub")).unwrap());
+    assert_eq!(
+        fs.remove_dir(&dir.join("sub")).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    fs.create_dir_durable(&dir.join("x/y")).unwrap();
+    assert!(fs.exists(&dir.join("x/y")).unwrap());
+    fs.create_dir_durable(&dir.join("x/y")).unwrap();
 }
 
 #[test]

@@ -11,6 +11,8 @@
 //! The contract both implementations keep (and [`FileSystem`]'s docs spell out):
 //! - a write is durable only after `sync_data`/`sync_all` on its file returned `Ok`;
 //! - a create, rename or remove is durable only after `sync_dir` on its directory returned `Ok`;
+//!   so is a new or removed directory, in its parent ([`FileSystem::create_dir_durable`] does
+//!   both steps);
 //! - a failed write may leave a prefix of its bytes in the file (a torn write);
 //! - errors keep their `io::ErrorKind` (`StorageFull` for ENOSPC) and name the operation and path.
 //!
@@ -58,8 +60,40 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// The entries (files and directories) directly inside `dir`, as full paths, sorted.
     fn list(&self, dir: &Path) -> io::Result<Vec<PathBuf>>;
 
-    /// Creates `dir` and any missing parents.
+    /// Creates `dir` and any missing parents. Each new directory's name is durable only after
+    /// [`FileSystem::sync_dir`] on its parent ([`FileSystem::create_dir_durable`] does that).
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+
+    /// Removes an empty directory; fails if it holds anything. Durable only after
+    /// [`FileSystem::sync_dir`] on its parent.
+    fn remove_dir(&self, dir: &Path) -> io::Result<()>;
+
+    /// Creates `dir` and any missing parents and makes every name it created durable: the
+    /// parent of each new directory is synced, and so is `dir`'s own parent even when `dir`
+    /// existed already (an earlier creation may never have been synced).
+    fn create_dir_durable(&self, dir: &Path) -> io::Result<()> {
+        let mut missing = Vec::new();
+        for ancestor in dir.ancestors() {
+            if ancestor.as_os_str().is_empty() || self.exists(ancestor)? {
+                break;
+            }
+            missing.push(ancestor);
+        }
+        self.create_dir_all(dir)?;
+        let mut parents: Vec<&Path> = missing.iter().filter_map(|d| d.parent()).collect();
+        parents.extend(dir.parent());
+        parents.sort();
+        parents.dedup();
+        for parent in parents {
+            let parent = if parent.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                parent
+            };
+            self.sync_dir(parent)?;
+        }
+        Ok(())
+    }
 
     /// Makes the entries of `dir` (creates, renames, removes) durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;

@@ -71,6 +71,10 @@ impl FileSystem for StdFs {
         fs::create_dir_all(dir).map_err(|e| annotate(e, "create_dir_all", dir))
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::remove_dir(dir).map_err(|e| annotate(e, "remove_dir", dir))
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         File::open(dir)
             .and_then(|d| d.sync_all())

@@ -31,7 +31,9 @@ pub enum WalError {
     },
     /// A write or sync failed earlier; the WAL refuses every append until it is reopened, because
     /// a failed fsync cannot be retried safely (the kernel may have dropped the dirty pages).
-    #[error("WAL is poisoned by an earlier failure and must be reopened: {cause}")]
+    #[error(
+        "WAL poisoned by a failed write or sync ({cause}): it refuses every write until it is reopened (restart the server)"
+    )]
     Poisoned {
         /// What failed first.
         cause: String,
@@ -49,6 +51,12 @@ pub enum WalError {
     /// The WAL is closed.
     #[error("WAL is closed")]
     Closed,
+    /// The region was closed to this log ([`crate::Wal::close_region`]) and not opened again.
+    #[error("region {region} is closed to the WAL: it must be opened before it logs again")]
+    RegionClosed {
+        /// The region.
+        region: u64,
+    },
     /// An entry is larger than the configured maximum.
     #[error("WAL entry of {size} bytes exceeds the {max}-byte limit")]
     EntryTooLarge {

@@ -5,7 +5,7 @@
 //! `FsyncWal` waiter with one `fdatasync`. One flag, `writing`, makes each batch exclusive, so
 //! batches reach the segment in LSN order whoever writes them.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -78,6 +78,9 @@ struct State {
     unsynced_since: Option<Instant>,
     last_sequence: HashMap<u64, u64>,
     flushed: HashMap<u64, u64>,
+    /// Regions closed to this log ([`Wal::close_region`]): their entries keep no segment alive
+    /// and appends for them are refused.
+    closed_regions: HashSet<u64>,
     current_max_sequence: HashMap<u64, u64>,
     closed: VecDeque<ClosedSegment>,
     /// Recent write batches: (last LSN, write time, sync time or zero), for per-append timings.
@@ -92,7 +95,7 @@ impl Wal {
     /// cuts a damaged tail as `options.recovery` allows, and starts a new segment for writing.
     /// Read the existing entries with [`Wal::replay`].
     pub fn open(fs: Arc<dyn FileSystem>, dir: &Path, options: WalOptions) -> Result<Wal, WalError> {
-        fs.create_dir_all(dir).map_err(|source| WalError::Io {
+        fs.create_dir_durable(dir).map_err(|source| WalError::Io {
             op: "create directory",
             path: dir.to_path_buf(),
             source,
@@ -124,6 +127,7 @@ impl Wal {
                 unsynced_since: None,
                 last_sequence,
                 flushed: HashMap::new(),
+                closed_regions: HashSet::new(),
                 current_max_sequence: HashMap::new(),
                 closed,
                 batches: VecDeque::new(),
@@ -187,6 +191,13 @@ impl Wal {
         }
         let mut state = shared.state.lock();
         check_usable(&state)?;
+        // An entry of a closed region would keep no segment alive: it could be truncated away
+        // before anyone replays it.
+        if !state.closed_regions.is_empty() && state.closed_regions.contains(&entry.region) {
+            return Err(WalError::RegionClosed {
+                region: entry.region,
+            });
+        }
         if let Some(&previous) = state.last_sequence.get(&entry.region)
             && entry.sequence_id <= previous
         {
@@ -331,6 +342,55 @@ impl Wal {
         self.shared.truncate(&mut state)
     }
 
+    /// Declares that `region` logs here and that its entries up to `flushed` are safe in its
+    /// store files (what its manifest says when it opens). Undoes [`Wal::close_region`]. A
+    /// server calls it for every region it opens, so that a restart, which starts with no
+    /// flushed points, does not keep every old segment until each region flushes again.
+    pub fn open_region(&self, region: u64, flushed: u64) -> Result<(), WalError> {
+        let mut state = self.shared.state.lock();
+        state.closed_regions.remove(&region);
+        let point = state.flushed.entry(region).or_insert(0);
+        *point = (*point).max(flushed);
+        self.shared.truncate(&mut state)
+    }
+
+    /// Declares that `region` will log nothing more until [`Wal::open_region`]: everything it
+    /// logged is in its store files, or its table is gone. Its entries stop keeping segments
+    /// alive (closed segments holding nothing else unflushed go at once), and appends for it
+    /// are refused with [`WalError::RegionClosed`].
+    pub fn close_region(&self, region: u64) -> Result<(), WalError> {
+        let mut state = self.shared.state.lock();
+        state.closed_regions.insert(region);
+        self.shared.truncate(&mut state)
+    }
+
+    /// Every region with an entry in the log or appended since it opened (sorted), so that a
+    /// server can close the ones it does not host.
+    pub fn logged_regions(&self) -> Vec<u64> {
+        let state = self.shared.state.lock();
+        let mut regions: Vec<u64> = state
+            .last_sequence
+            .keys()
+            .chain(state.closed.iter().flat_map(|c| c.max_sequence.keys()))
+            .copied()
+            .collect::<HashSet<u64>>()
+            .into_iter()
+            .collect();
+        regions.sort_unstable();
+        regions
+    }
+
+    /// The highest sequence id logged for `region` (found at open or appended since), if any: a
+    /// region whose manifest is flushed at or past it has nothing to replay.
+    pub fn last_sequence_id(&self, region: u64) -> Option<u64> {
+        self.shared.state.lock().last_sequence.get(&region).copied()
+    }
+
+    /// Why the log refuses every append (a write or sync failed), if it does.
+    pub fn poisoned(&self) -> Option<String> {
+        self.shared.state.lock().poisoned.clone()
+    }
+
     /// Regions whose unflushed entries keep the oldest segment alive while there are more than
     /// `max_segments` closed segments (HBase asks these regions to flush).
     pub fn regions_to_flush(&self) -> Vec<u64> {
@@ -344,7 +404,10 @@ impl Wal {
         let mut regions: Vec<u64> = oldest
             .max_sequence
             .iter()
-            .filter(|(region, max)| state.flushed.get(region).copied().unwrap_or(0) < **max)
+            .filter(|(region, max)| {
+                !state.closed_regions.contains(region)
+                    && state.flushed.get(region).copied().unwrap_or(0) < **max
+            })
             .map(|(region, _)| *region)
             .collect();
         regions.sort_unstable();
@@ -527,6 +590,14 @@ const LEADER_BATCHES: usize = 4;
 impl Shared {
     /// Refuses every later append; wakes every waiter to see it, and the writer to stop.
     fn poison(&self, state: &mut State, err: &WalError) {
+        if state.poisoned.is_none() {
+            #[cfg(feature = "tracing")]
+            tracing::error!(
+                dir = %self.dir.display(),
+                cause = %err,
+                "WAL poisoned: every write is refused until the log is reopened"
+            );
+        }
         state.poisoned.get_or_insert_with(|| err.to_string());
         self.progress.notify_all();
         self.work.notify_one();
@@ -738,10 +809,10 @@ impl Shared {
     /// Removes (or archives) the oldest closed segments whose every region has flushed past them.
     fn truncate(&self, state: &mut State) -> Result<(), WalError> {
         while let Some(oldest) = state.closed.front() {
-            let flushed = oldest
-                .max_sequence
-                .iter()
-                .all(|(region, max)| state.flushed.get(region).copied().unwrap_or(0) >= *max);
+            let flushed = oldest.max_sequence.iter().all(|(region, max)| {
+                state.closed_regions.contains(region)
+                    || state.flushed.get(region).copied().unwrap_or(0) >= *max
+            });
             if !flushed {
                 return Ok(());
             }
@@ -753,7 +824,7 @@ impl Shared {
             match &self.options.archive_dir {
                 Some(archive) => {
                     self.fs
-                        .create_dir_all(archive)
+                        .create_dir_durable(archive)
                         .map_err(io("create archive"))?;
                     let name = path.file_name().map(PathBuf::from).unwrap_or_default();
                     self.fs

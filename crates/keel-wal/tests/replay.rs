@@ -348,7 +348,7 @@ fn a_segment_torn_at_creation_is_cut_only_when_last() {
 fn a_short_write_is_a_tail_and_a_crash_keeps_exactly_the_synced_entries() {
     let (fault, fs) = fault_fs();
     let dir = Path::new(DIR);
-    fs.create_dir_all(dir).unwrap();
+    fs.create_dir_durable(dir).unwrap();
     let mut writer = SegmentWriter::create(&fs, dir, 1, 1 << 20).unwrap();
     for seq in 1..=5 {
         writer.append(&entry(1, seq, 100)).unwrap();

@@ -163,6 +163,68 @@ fn rolls_keep_order_and_truncation_removes_or_archives_flushed_segments() {
     }
 }
 
+/// The truncation bookkeeping a region server relies on across restarts: a reopened log starts
+/// with no flushed points, so every region it hosts declares its own (`open_region`) and every
+/// region it no longer hosts is closed (`close_region`); otherwise a deleted table's entries
+/// would keep their segments forever.
+#[test]
+fn closed_regions_release_their_segments_and_refuse_appends() {
+    let (_, fs) = fault_fs();
+    let options = WalOptions {
+        roll_size: 1_000,
+        max_segments: 1,
+        ..WalOptions::default()
+    };
+    let wal = open(&fs, options.clone());
+    for seq in 1..=20 {
+        // Region 1 (a table later deleted) and region 2 (one that flushes) share segments.
+        wal.append(&entry(1 + seq % 2, seq, 200), Durability::SyncWal)
+            .unwrap();
+    }
+    wal.roll();
+    wal.append(&entry(2, 21, 10), Durability::SyncWal).unwrap();
+    assert!(wal.closed_segments() > 1);
+    assert_eq!(wal.logged_regions(), [1, 2]);
+    assert_eq!(wal.last_sequence_id(2), Some(21));
+    assert_eq!(wal.last_sequence_id(3), None);
+    wal.close().unwrap();
+
+    // After a restart nothing is known flushed: both regions pin every old segment.
+    let wal = open(&fs, options.clone());
+    let segments = wal.closed_segments();
+    assert!(segments > 1, "{segments}");
+    assert_eq!(wal.regions_to_flush(), [1, 2]);
+    wal.open_region(2, 21).unwrap();
+    assert_eq!(
+        wal.regions_to_flush(),
+        [1],
+        "only the unhosted region holds them now"
+    );
+    wal.close_region(1).unwrap();
+    assert_eq!(wal.closed_segments(), 0, "nothing pins an old segment");
+    assert!(wal.regions_to_flush().is_empty());
+    let err = wal
+        .append(&entry(1, 30, 10), Durability::SyncWal)
+        .unwrap_err();
+    assert!(matches!(err, WalError::RegionClosed { region: 1 }), "{err}");
+    // Opened again, it logs again, and its new entries pin their segment until flushed.
+    wal.open_region(1, 20).unwrap();
+    wal.append(&entry(1, 31, 10), Durability::SyncWal).unwrap();
+    wal.roll();
+    wal.append(&entry(2, 32, 10), Durability::SyncWal).unwrap();
+    assert_eq!(wal.closed_segments(), 1);
+    wal.mark_flushed(2, 32).unwrap();
+    assert_eq!(
+        wal.closed_segments(),
+        1,
+        "region 1's entry 31 is not flushed"
+    );
+    wal.mark_flushed(1, 31).unwrap();
+    assert_eq!(wal.closed_segments(), 0);
+    assert_eq!(wal.poisoned(), None);
+    wal.close().unwrap();
+}
+
 #[test]
 fn a_failed_sync_poisons_the_wal_until_reopened() {
     let (fault, fs) = fault_fs();
@@ -173,6 +235,7 @@ fn a_failed_sync_poisons_the_wal_until_reopened() {
         .append(&entry(1, 2, 10), Durability::FsyncWal)
         .unwrap_err();
     assert!(matches!(err, WalError::Poisoned { .. }), "{err}");
+    assert!(wal.poisoned().is_some_and(|cause| cause.contains("sync")));
     let err = wal
         .append(&entry(1, 3, 10), Durability::SyncWal)
         .unwrap_err();

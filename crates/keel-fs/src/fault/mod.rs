@@ -4,7 +4,9 @@
 //! a file's bytes are durable as of its last successful `sync_data`/`sync_all`; the names in a
 //! directory (creates, renames, removes) are durable as of that directory's last successful
 //! `sync_dir`. [`FaultFs::crash_image`] returns the file system a power cut would leave: the
-//! durable names, each with its durable bytes. Directories themselves are durable once created.
+//! durable names, each with its durable bytes. A directory is a name in its parent like any
+//! other: its creation or removal is durable once the parent is synced, and a crash that loses
+//! a directory loses everything under it.
 
 mod file;
 mod inode;
@@ -52,6 +54,8 @@ struct State {
     names: BTreeMap<PathBuf, InodeId>,
     durable_names: BTreeMap<PathBuf, InodeId>,
     dirs: BTreeSet<PathBuf>,
+    /// Directories whose creation was made durable by a sync of their parent.
+    durable_dirs: BTreeSet<PathBuf>,
     inodes: HashMap<InodeId, Inode>,
     next_inode: InodeId,
     faults: Vec<Armed>,
@@ -90,11 +94,26 @@ impl FaultFs {
     /// its durable bytes; no faults, no capacity limit, fresh counters.
     pub fn crash_image(&self) -> FaultFs {
         let state = self.state.lock();
+        // A durable directory survives only if every directory above it does too.
+        let survives = |dir: &Path| {
+            dir.ancestors()
+                .all(|a| is_root(a) || state.durable_dirs.contains(a))
+        };
+        let dirs: BTreeSet<PathBuf> = state
+            .durable_dirs
+            .iter()
+            .filter(|d| survives(d))
+            .cloned()
+            .collect();
         let mut image = State {
-            dirs: state.dirs.clone(),
+            durable_dirs: dirs.clone(),
+            dirs,
             ..State::default()
         };
         for (path, id) in &state.durable_names {
+            if !path.parent().is_none_or(survives) {
+                continue;
+            }
             let bytes = state
                 .inodes
                 .get(id)
@@ -129,7 +148,7 @@ impl State {
     }
 
     fn dir_exists(&self, dir: &Path) -> bool {
-        dir.as_os_str().is_empty() || dir == Path::new("/") || self.dirs.contains(dir)
+        is_root(dir) || self.dirs.contains(dir)
     }
 
     fn check_parent(&self, op: &str, path: &Path) -> io::Result<()> {
@@ -158,6 +177,20 @@ impl State {
             .filter_map(|id| self.inodes.get(id))
             .map(|i| i.len() as u64)
             .sum()
+    }
+}
+
+/// The roots every FaultFs has: `/`, and the empty path (or `.`) that relative paths start from.
+fn is_root(dir: &Path) -> bool {
+    dir.as_os_str().is_empty() || dir == Path::new("/") || dir == Path::new(".")
+}
+
+/// `.` and the empty path name the same directory.
+fn normalize(dir: &Path) -> &Path {
+    if dir == Path::new(".") {
+        Path::new("")
+    } else {
+        dir
     }
 }
 
@@ -268,7 +301,22 @@ impl FileSystem for FaultFs {
         Ok(())
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut state = self.state.lock();
+        if is_root(dir) || !state.dirs.contains(dir) {
+            return Err(not_found("remove_dir", dir, "no such directory"));
+        }
+        let is_child = |p: &PathBuf| p.parent() == Some(dir);
+        if state.names.keys().any(is_child) || state.dirs.iter().any(is_child) {
+            let msg = format!("remove_dir {}: directory not empty", dir.display());
+            return Err(io::Error::new(io::ErrorKind::DirectoryNotEmpty, msg));
+        }
+        state.dirs.remove(dir);
+        Ok(())
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let dir = normalize(dir);
         let mut state = self.state.lock();
         state.counts.syncs += 1;
         if state.observe(OpClass::Sync, dir).is_some() {
@@ -280,11 +328,17 @@ impl FileSystem for FaultFs {
         let State {
             names,
             durable_names,
+            dirs,
+            durable_dirs,
             ..
         } = &mut *state;
         durable_names.retain(|path, _| path.parent() != Some(dir));
         for (path, id) in names.iter().filter(|(p, _)| p.parent() == Some(dir)) {
             durable_names.insert(path.clone(), *id);
+        }
+        durable_dirs.retain(|path| path.parent() != Some(dir));
+        for path in dirs.iter().filter(|p| p.parent() == Some(dir)) {
+            durable_dirs.insert(path.clone());
         }
         Ok(())
     }

@@ -7,7 +7,7 @@ use super::*;
 
 fn setup() -> (FaultFs, FileRef) {
     let fs = FaultFs::new();
-    fs.create_dir_all(Path::new("/db")).unwrap();
+    fs.create_dir_durable(Path::new("/db")).unwrap();
     let file = fs.create(Path::new("/db/a.log")).unwrap();
     fs.sync_dir(Path::new("/db")).unwrap();
     (fs, file)
@@ -225,4 +225,64 @@ fn clones_share_files() {
     let twin = fs.clone();
     file.append(b"shared").unwrap();
     assert_eq!(read_all(&twin, "/db/a.log"), b"shared");
+}
+
+#[test]
+fn a_directory_is_durable_only_after_its_parent_is_synced() {
+    let fs = FaultFs::new();
+    fs.create_dir_all(Path::new("/d/e")).unwrap();
+    let file = fs.create(Path::new("/d/e/f")).unwrap();
+    file.append(b"x").unwrap();
+    file.sync_data().unwrap();
+    fs.sync_dir(Path::new("/d/e")).unwrap();
+    // The file's name is durable in /d/e, but /d and /d/e themselves are not: all of it goes.
+    let image = fs.crash_image();
+    assert!(!image.exists(Path::new("/d")).unwrap());
+    assert!(!image.exists(Path::new("/d/e/f")).unwrap());
+    // /d is durable in / now, /d/e not yet in /d.
+    fs.sync_dir(Path::new("/")).unwrap();
+    let image = fs.crash_image();
+    assert!(image.exists(Path::new("/d")).unwrap());
+    assert!(!image.exists(Path::new("/d/e")).unwrap());
+    assert!(!image.exists(Path::new("/d/e/f")).unwrap());
+    fs.sync_dir(Path::new("/d")).unwrap();
+    assert_eq!(read_all(&fs.crash_image(), "/d/e/f"), b"x");
+}
+
+#[test]
+fn create_dir_durable_syncs_every_new_level_and_relative_roots() {
+    let fs = FaultFs::new();
+    fs.create_dir_durable(Path::new("/a/b/c")).unwrap();
+    let syncs = fs.op_counts().syncs;
+    assert_eq!(syncs, 3, "/, /a and /a/b");
+    assert!(fs.crash_image().exists(Path::new("/a/b/c")).unwrap());
+    // Existing: only the leaf's parent again.
+    fs.create_dir_durable(Path::new("/a/b/c")).unwrap();
+    assert_eq!(fs.op_counts().syncs, syncs + 1);
+    fs.create_dir_durable(Path::new("rel/x")).unwrap();
+    assert!(fs.crash_image().exists(Path::new("rel/x")).unwrap());
+}
+
+#[test]
+fn remove_dir_needs_an_empty_directory_and_a_parent_sync() {
+    let fs = FaultFs::new();
+    fs.create_dir_durable(Path::new("/d/e")).unwrap();
+    fs.create(Path::new("/d/e/f")).unwrap();
+    assert_eq!(
+        fs.remove_dir(Path::new("/d/e")).unwrap_err().kind(),
+        ErrorKind::DirectoryNotEmpty
+    );
+    assert_eq!(
+        fs.remove_dir(Path::new("/d/none")).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    fs.remove(Path::new("/d/e/f")).unwrap();
+    fs.remove_dir(Path::new("/d/e")).unwrap();
+    assert!(!fs.exists(Path::new("/d/e")).unwrap());
+    assert!(
+        fs.crash_image().exists(Path::new("/d/e")).unwrap(),
+        "not yet durable"
+    );
+    fs.sync_dir(Path::new("/d")).unwrap();
+    assert!(!fs.crash_image().exists(Path::new("/d/e")).unwrap());
 }

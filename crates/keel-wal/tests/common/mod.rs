@@ -36,7 +36,7 @@ pub(crate) fn write_segments(
     per_segment: usize,
 ) -> Vec<PathBuf> {
     let dir = Path::new(DIR);
-    fs.create_dir_all(dir).expect("mkdir");
+    fs.create_dir_durable(dir).expect("mkdir");
     let mut paths = Vec::new();
     let mut lsn = 1;
     for chunk in entries.chunks(per_segment.max(1)) {

@@ -1,0 +1,162 @@
+//! Reads: gets and streaming scans merged from memstores and store files at one read point.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use keel_cell::{Cell, CellKey};
+use keel_storefile::{KeyValueScanner, MergeScanner, StoreFileReader};
+
+use super::{MemSource, Region, now_ms};
+use crate::error::RegionError;
+use crate::matcher::{FamilyRules, Matcher, ReadQuery};
+use crate::scan::{RegionScanner, Scan};
+#[cfg(feature = "tracing")]
+use crate::trace::Printable;
+use crate::trace::span;
+
+impl Region {
+    /// The cells of `row` that `query` selects (its read point is replaced by the region's
+    /// current one), merged from every store's memstore and the store files that may hold the
+    /// row, in `CellComparator` order.
+    pub fn get(&self, row: &[u8], query: &ReadQuery) -> Result<Vec<Cell>, RegionError> {
+        let _span = span!(INFO, "region.get", region = self.id, row = %Printable(row));
+        self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
+        let read_point = self.mvcc.read_point();
+        let query = ReadQuery {
+            read_point,
+            ..query.clone()
+        };
+        let row = Bytes::copy_from_slice(row);
+        let first = CellKey::first_on_row(row.clone());
+        let last = CellKey::last_on_row(row.clone());
+        let families: HashMap<Bytes, FamilyRules> = self
+            .stores
+            .iter()
+            .map(|(name, store)| (name.clone(), store.rules))
+            .collect();
+        let mut matcher = Matcher::new(query.clone(), families);
+        let mut out = Vec::new();
+        for (name, store) in &self.stores {
+            let wanted = query
+                .columns
+                .as_ref()
+                .is_none_or(|columns| columns.iter().any(|(f, _)| f == name));
+            if !wanted {
+                continue;
+            }
+            // Files and memstore taken under the file-list lock, so a flush finishing meanwhile
+            // cannot move cells from one to the other unseen.
+            let listed = store.files.read();
+            let files: Vec<Arc<StoreFileReader>> = listed
+                .iter()
+                .filter(|f| f.may_contain_row(&row) && may_hold_range(f, &query))
+                .cloned()
+                .collect();
+            let memstore = store
+                .memstore
+                .scanner(first.clone()..=last.clone(), read_point);
+            drop(listed);
+            let mut sources: Vec<Box<dyn KeyValueScanner + '_>> = files
+                .iter()
+                .map(|f| Box::new(f.scanner()) as Box<dyn KeyValueScanner>)
+                .collect();
+            sources.push(Box::new(MemSource(memstore)));
+            let mut merge = MergeScanner::new(sources, &first)?;
+            let mut skip = crate::scan::ColumnSkip::default();
+            while let Some(cell) = merge.next()? {
+                if cell.row() != &row {
+                    break;
+                }
+                if skip.still_in_column(&cell, out.last(), &mut merge)? {
+                    continue;
+                }
+                let admitted = matcher.admit(&cell);
+                if matcher.column_done() {
+                    skip.column_done(&cell, admitted);
+                }
+                if admitted {
+                    out.push(cell);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The rows `scan` selects, each a `Vec` of its cells (or several, with a batch size): a
+    /// [`Region::scanner`] collected.
+    pub fn scan(&self, scan: &Scan) -> Result<Vec<Vec<Cell>>, RegionError> {
+        self.scanner(scan)?.collect()
+    }
+
+    /// A streaming scan: results come out one at a time, read at one read point through the
+    /// memstore segments and store files present when it opens — a flush or a new store file
+    /// afterwards changes nothing it returns. A reversed scan gathers its range before its
+    /// first result (rows are stored ascending).
+    pub fn scanner(&self, scan: &Scan) -> Result<RegionScanner, RegionError> {
+        let _span = span!(
+            INFO,
+            "region.scan_open",
+            region = self.id,
+            reversed = scan.reversed
+        );
+        self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
+        let read_point = self.mvcc.read_point();
+        let query = ReadQuery {
+            read_point,
+            ..scan.query.clone()
+        };
+        let families: HashMap<Bytes, FamilyRules> = self
+            .stores
+            .iter()
+            .map(|(name, store)| (name.clone(), store.rules))
+            .collect();
+        let matcher = Matcher::new(query.clone(), families);
+        let start = scan.first_key();
+        let wanted = |name: &Bytes| {
+            query
+                .columns
+                .as_ref()
+                .is_none_or(|columns| columns.iter().any(|(f, _)| f == name))
+        };
+        let mut sources: Vec<Box<dyn KeyValueScanner>> = Vec::new();
+        for (_, store) in self.stores.iter().filter(|(name, _)| wanted(name)) {
+            // Under the file-list lock, as in `get`.
+            let listed = store.files.read();
+            for file in listed.iter().filter(|f| may_hold_range(f, &query)) {
+                sources.push(Box::new(file.shared_scanner()));
+            }
+            sources.push(Box::new(MemSource(
+                store.memstore.scanner(start.clone().., read_point),
+            )));
+        }
+        let merge = MergeScanner::new(sources, &start)?;
+        Ok(RegionScanner::new(merge, matcher, scan.clone()))
+    }
+
+    /// The latest visible put of one column, if any.
+    pub fn latest(
+        &self,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+    ) -> Result<Option<Cell>, RegionError> {
+        let query = ReadQuery {
+            columns: Some(vec![(
+                Bytes::copy_from_slice(family),
+                Some(Bytes::copy_from_slice(qualifier)),
+            )]),
+            ..ReadQuery::latest(0, now_ms())
+        };
+        Ok(self.get(row, &query)?.into_iter().next())
+    }
+}
+
+/// Whether a store file can matter to a read of `query`'s time range (HBase's time-range
+/// check in `shouldUseScanner`, made safe): a file whose every cell is older than the range holds
+/// no put in it, and its delete markers can only mask older puts, so it is skipped. A file whose
+/// cells are all newer is still read: its delete markers can mask puts inside the range.
+fn may_hold_range(file: &StoreFileReader, query: &ReadQuery) -> bool {
+    file.info().timestamp_range.1 >= query.time_range.min
+}

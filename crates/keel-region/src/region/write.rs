@@ -1,0 +1,303 @@
+//! The HBASE-15158 write path: resource checks, row locks, MVCC begin with the WAL append in
+//! sequence order, the durability wait, the memstore insert and visibility.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use bytes::Bytes;
+use keel_cell::{Cell, LATEST_TIMESTAMP, escape_bytes};
+use keel_mvcc::{LockMode, RowLockGuard};
+use keel_wal::WalEntry;
+
+use super::{Durability, Region, WriteOrder, WriteTimings, now_ms};
+use crate::error::RegionError;
+#[cfg(feature = "tracing")]
+use crate::trace::Printable;
+use crate::trace::span;
+
+impl Region {
+    /// HBase's `checkResources`, before a write takes its locks: above the blocking memstore
+    /// size the write is refused with `RegionTooBusy` and a flush requested; above the global
+    /// high watermark it waits for flushes to free memory.
+    pub(super) fn check_resources(&self) -> Result<(), RegionError> {
+        let size = self.memstore_size();
+        let limit = self.limits.blocking_memstore_size();
+        if size > limit {
+            self.counters.busy_refusals.fetch_add(1, Ordering::Relaxed);
+            self.request_flush();
+            return Err(RegionError::RegionTooBusy {
+                region: self.id,
+                memstore: size,
+                limit,
+            });
+        }
+        match self.account.wait_below_high() {
+            Ok(None) => Ok(()),
+            Ok(Some(waited)) => {
+                self.counters.blocked(waited);
+                Ok(())
+            }
+            Err(waited) => {
+                self.counters.blocked(waited);
+                Err(RegionError::MemoryFull {
+                    used: self.account.used(),
+                    limit: self.account.high(),
+                    waited,
+                })
+            }
+        }
+    }
+
+    /// The time for a server-assigned timestamp: the clock, or the latest timestamp already
+    /// handed out if that is ahead.
+    pub(super) fn server_time(&self) -> i64 {
+        let now = now_ms();
+        self.last_server_ts
+            .fetch_max(now, Ordering::Relaxed)
+            .max(now)
+    }
+
+    /// Applies `cells` (puts and delete markers, any rows) atomically at `durability`, on the
+    /// HBASE-15158 path: row locks (shared, sorted) → server timestamps for cells that carry
+    /// `LATEST_TIMESTAMP` → MVCC begin and WAL enqueue with the write number as sequence id →
+    /// WAL durability wait → memstore insert → MVCC complete and wait → unlock. A WAL failure
+    /// returns before the memstore is touched, so there is nothing to roll back.
+    pub fn mutate(
+        &self,
+        cells: Vec<Cell>,
+        durability: Durability,
+    ) -> Result<WriteTimings, RegionError> {
+        self.count_writes(1);
+        self.apply(cells, durability)
+    }
+
+    /// [`Region::mutate`] without counting a request (a batch counts its operations).
+    pub(super) fn apply(
+        &self,
+        cells: Vec<Cell>,
+        durability: Durability,
+    ) -> Result<WriteTimings, RegionError> {
+        let _span = span!(INFO, "region.mutate", region = self.id, cells = cells.len());
+        self.check_families(&cells)?;
+        self.check_resources()?;
+        let mut timings = WriteTimings::default();
+        let started = Instant::now();
+        let rows: BTreeSet<Bytes> = cells.iter().map(|c| c.row().clone()).collect();
+        let rows = {
+            let _span = span!(DEBUG, "region.row_lock", rows = rows.len());
+            self.locks.lock_rows(rows, LockMode::Shared, None)?
+        };
+        timings.lock_wait = started.elapsed();
+        self.write_locked(cells, durability, timings, rows)
+    }
+
+    /// Applies several mutations of one row atomically under the row's exclusive lock (HBase
+    /// `mutateRow`), so no read-modify-write of the row interleaves.
+    pub fn mutate_row(
+        &self,
+        row: &[u8],
+        cells: Vec<Cell>,
+        durability: Durability,
+    ) -> Result<WriteTimings, RegionError> {
+        let _span = span!(INFO, "region.mutate_row", region = self.id, row = %Printable(row));
+        self.count_writes(1);
+        let row_bytes = Bytes::copy_from_slice(row);
+        if let Some(other) = cells.iter().find(|c| c.row() != &row_bytes) {
+            return Err(RegionError::NotOneRow {
+                row: escape_bytes(row),
+                other: escape_bytes(other.row()),
+            });
+        }
+        self.check_families(&cells)?;
+        self.check_resources()?;
+        let (guard, timings) = self.lock_exclusive(row_bytes)?;
+        self.write_locked(cells, durability, timings, guard)
+    }
+
+    /// Applies many operations (each a set of cells of one row, with its durability), as
+    /// HBase's `batch`: the mini-batch takes the strongest durability of its operations; an
+    /// operation that is invalid (an unknown family, cells of several rows, no cells) gets its
+    /// error and the others still go, together, as one mini-batch (one WAL entry, one MVCC write,
+    /// shared locks on their rows). Returns one status per operation, in order; a failure of the
+    /// mini-batch itself (the WAL) is every valid operation's status.
+    pub fn batch(&self, operations: Vec<(Vec<Cell>, Durability)>) -> Vec<Result<(), RegionError>> {
+        let _span = span!(
+            INFO,
+            "region.batch",
+            region = self.id,
+            operations = operations.len()
+        );
+        self.count_writes(operations.len());
+        let mut statuses: Vec<Option<Result<(), RegionError>>> =
+            Vec::with_capacity(operations.len());
+        let mut cells = Vec::new();
+        let mut valid = Vec::new();
+        let mut durability = Durability::UseDefault;
+        for (i, (op, op_durability)) in operations.into_iter().enumerate() {
+            let status = match op.first() {
+                None => Some(Err(RegionError::BadCell(
+                    "an operation with no cells".to_string(),
+                ))),
+                Some(first) => {
+                    let row = first.row().clone();
+                    if let Some(other) = op.iter().find(|c| c.row() != &row) {
+                        Some(Err(RegionError::NotOneRow {
+                            row: escape_bytes(&row),
+                            other: escape_bytes(other.row()),
+                        }))
+                    } else {
+                        self.check_families(&op).err().map(Err)
+                    }
+                }
+            };
+            if status.is_none() {
+                valid.push(i);
+                cells.extend(op);
+                // The mini-batch is as durable as its most demanding operation.
+                durability = durability.max(op_durability);
+            }
+            statuses.push(status);
+        }
+        if !cells.is_empty() {
+            let outcome = self.apply(cells, durability);
+            for i in valid {
+                statuses[i] = Some(match &outcome {
+                    Ok(_) => Ok(()),
+                    Err(e) => Err(RegionError::BatchFailed(e.to_string())),
+                });
+            }
+        }
+        statuses.into_iter().map(|s| s.unwrap_or(Ok(()))).collect()
+    }
+
+    /// Takes one row's exclusive lock (read-modify-write, atomic row mutations) and starts the
+    /// write's timings with the wait.
+    pub(super) fn lock_exclusive(
+        &self,
+        row: Bytes,
+    ) -> Result<(RowLockGuard<'_>, WriteTimings), RegionError> {
+        let started = Instant::now();
+        let _span = span!(DEBUG, "region.row_lock", rows = 1);
+        let guard = self.locks.lock_row(row, LockMode::Exclusive, None)?;
+        let timings = WriteTimings {
+            lock_wait: started.elapsed(),
+            ..WriteTimings::default()
+        };
+        Ok((guard, timings))
+    }
+
+    pub(super) fn check_families(&self, cells: &[Cell]) -> Result<(), RegionError> {
+        match cells.iter().find(|c| !self.stores.contains_key(c.family())) {
+            Some(cell) => Err(RegionError::NoSuchFamily {
+                family: escape_bytes(cell.family()),
+                region: self.id,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The write path after the row locks: timestamps, MVCC + WAL, sync, memstore, visible.
+    pub(super) fn write_locked(
+        &self,
+        mut cells: Vec<Cell>,
+        durability: Durability,
+        mut timings: WriteTimings,
+        rows: RowLockGuard<'_>,
+    ) -> Result<WriteTimings, RegionError> {
+        // Timestamps only once the locks are held: a later write to a row never gets an
+        // earlier server timestamp.
+        let now = self.server_time();
+        for cell in &mut cells {
+            if cell.timestamp() == LATEST_TIMESTAMP {
+                cell.set_timestamp(now);
+            }
+        }
+        let _updates = self.updates.read();
+        let step = Instant::now();
+        let (entry, pending) = {
+            let _span = span!(DEBUG, "wal.append", cells = cells.len());
+            self.mvcc.begin_with(|write_number| {
+                for cell in &mut cells {
+                    cell.set_sequence_id(write_number);
+                }
+                let wal_entry = WalEntry {
+                    region: self.id,
+                    sequence_id: write_number,
+                    write_time_ms: now,
+                    cells: cells.clone(),
+                };
+                self.wal
+                    .enqueue(&wal_entry, durability.resolve(self.default_durability))
+            })
+        };
+        timings.wal_append = step.elapsed();
+        // On error the MVCC entry completes itself when dropped; nothing reached the memstore.
+        let pending = pending?;
+        match self.order {
+            WriteOrder::Reordered => {
+                let step = Instant::now();
+                {
+                    let _span = span!(DEBUG, "wal.sync_wait");
+                    pending.wait()?;
+                }
+                timings.sync_wait = step.elapsed();
+                let step = Instant::now();
+                self.add_to_memstores(&cells);
+                timings.memstore = step.elapsed();
+                let step = Instant::now();
+                {
+                    let _span = span!(DEBUG, "mvcc.wait");
+                    self.mvcc.complete_and_wait(entry);
+                }
+                timings.mvcc_wait = step.elapsed();
+                drop(rows);
+            }
+            WriteOrder::Legacy => {
+                let step = Instant::now();
+                self.add_to_memstores(&cells);
+                timings.memstore = step.elapsed();
+                drop(rows);
+                let step = Instant::now();
+                let synced = {
+                    let _span = span!(DEBUG, "wal.sync_wait");
+                    pending.wait()
+                };
+                timings.sync_wait = step.elapsed();
+                if let Err(e) = synced {
+                    // Not yet visible (the MVCC entry is open), so no reader saw these cells.
+                    for store in self.stores.values() {
+                        store.memstore.rollback(&cells);
+                    }
+                    let charged = crate::limits::charge(&cells);
+                    self.active_bytes.fetch_sub(charged, Ordering::Relaxed);
+                    self.account.release(charged);
+                    return Err(e.into());
+                }
+                let step = Instant::now();
+                self.mvcc.complete_and_wait(entry);
+                timings.mvcc_wait = step.elapsed();
+            }
+        }
+        Ok(timings)
+    }
+
+    /// Inserts and charges the cells (under the updates lock, so a flush's snapshot takes
+    /// exactly the charges of the cells it holds).
+    pub(super) fn add_to_memstores(&self, cells: &[Cell]) {
+        for cell in cells {
+            if let Some(store) = self.stores.get(cell.family()) {
+                store.memstore.add([cell.clone()]);
+            }
+        }
+        let charged = crate::limits::charge(cells);
+        self.active_bytes.fetch_add(charged, Ordering::Relaxed);
+        self.account.charge(charged);
+    }
+
+    pub(super) fn count_writes(&self, operations: usize) {
+        self.counters
+            .write_requests
+            .fetch_add(operations as u64, Ordering::Relaxed);
+    }
+}
