@@ -1,11 +1,18 @@
-//! The server's table catalog: every table's name, region id and families with their options,
-//! and whether it is enabled. Persisted like the region manifest (temporary file, sync, rename,
-//! directory sync, CRC-checked), so a crash leaves the old catalog or the new one.
+//! The server's table catalog: every table's name, region id, durability and families with
+//! their options, and whether it is enabled. Persisted like the region manifest (temporary file,
+//! sync, rename, directory sync, CRC-checked), so a crash leaves the old catalog or the new one:
+//! it is the one commit point of every table operation (create, disable, enable, delete).
 //!
-//! Text: `keel-catalog 1`, `next-region <id>`, then per table `table <name> <region id>
-//! <enabled 0|1> <start key hex or -> <end key hex or ->` (the region's boundaries; one region
-//! covering every row today, recorded so that splits need no format change) followed by its `family <name hex> <versions> <min versions> <ttl ms or ->
+//! Text: `keel-catalog 2`, `next-region <id>`, then per table `table <name> <region id>
+//! <enabled 0|1> <durability> <start key hex or -> <end key hex or ->` (the region's
+//! boundaries; one region covering every row today, recorded so that splits need no format
+//! change) followed by its `family <name hex> <versions> <min versions> <ttl ms or ->
 //! <block size> <encoding> <compression> <bloom> <in-memory 0|1>` lines, then `crc <crc32 hex>`.
+//! Names are checked again on load (a hand-edited catalog cannot smuggle a bad one in).
+//!
+//! Version 2 (this one) keeps each region in `data/<region id>`; version 1 named the directory
+//! after the table, so a name like `..` could reach outside it. A version 1 catalog is refused
+//! at open with an error naming it.
 
 use std::path::Path;
 
@@ -17,9 +24,12 @@ use crate::checked_file;
 use crate::error::RegionError;
 use crate::manifest::{hex, unhex};
 use crate::matcher::FamilyRules;
-use crate::region::FamilyOptions;
+use crate::names::{TableName, check_family_name};
+use crate::region::{Durability, FamilyOptions};
 
-const HEADER: &str = "keel-catalog 1";
+const HEADER: &str = "keel-catalog 2";
+/// Catalogs this version refuses to open (table directories named after tables).
+const OLDER: &[&str] = &["keel-catalog 1"];
 
 /// One table's persisted description.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +37,8 @@ pub(crate) struct TableEntry {
     pub(crate) name: String,
     pub(crate) region_id: u64,
     pub(crate) enabled: bool,
+    /// The table's durability (HBase's table `DURABILITY`; `UseDefault`: the server's).
+    pub(crate) durability: Durability,
     /// The region's first row (inclusive; empty = the first row of the table).
     pub(crate) start_key: Bytes,
     /// The row after the region (exclusive; empty = past the last row).
@@ -64,7 +76,7 @@ fn bloom_name(b: BloomType) -> &'static str {
 
 impl Catalog {
     pub(crate) fn load(fs: &dyn FileSystem, dir: &Path) -> Result<Catalog, RegionError> {
-        let Some(lines) = checked_file::load(fs, dir, "CATALOG", HEADER)? else {
+        let Some(lines) = checked_file::load(fs, dir, "CATALOG", HEADER, OLDER)? else {
             return Ok(Catalog {
                 next_region: 1,
                 tables: Vec::new(),
@@ -78,7 +90,7 @@ impl Catalog {
             let parts: Vec<&str> = line.split(' ').collect();
             match parts.as_slice() {
                 ["next-region", n] => catalog.next_region = n.parse().map_err(|_| corrupt(line))?,
-                ["table", name, id, enabled, start, end] => {
+                ["table", name, id, enabled, durability, start, end] => {
                     let key = |text: &str| -> Option<Bytes> {
                         if text == "-" {
                             Some(Bytes::new())
@@ -86,10 +98,12 @@ impl Catalog {
                             unhex(text).map(Bytes::from)
                         }
                     };
+                    let name = TableName::new(name).map_err(|e| corrupt(&e.to_string()))?;
                     catalog.tables.push(TableEntry {
-                        name: (*name).to_string(),
+                        name: name.as_str().to_string(),
                         region_id: id.parse().map_err(|_| corrupt(line))?,
                         enabled: *enabled == "1",
+                        durability: durability.parse().map_err(|_| corrupt(line))?,
                         start_key: key(start).ok_or_else(|| corrupt(line))?,
                         end_key: key(end).ok_or_else(|| corrupt(line))?,
                         families: Vec::new(),
@@ -112,6 +126,7 @@ impl Catalog {
                         .last_mut()
                         .ok_or_else(|| corrupt("family before table"))?;
                     let name = unhex(name).ok_or_else(|| corrupt(line))?;
+                    check_family_name(&name).map_err(|e| corrupt(&e.to_string()))?;
                     let rules = FamilyRules {
                         max_versions: versions.parse().map_err(|_| corrupt(line))?,
                         min_versions: min_versions.parse().map_err(|_| corrupt(line))?,
@@ -158,10 +173,11 @@ impl Catalog {
         let mut text = format!("next-region {}\n", self.next_region);
         for t in &self.tables {
             text.push_str(&format!(
-                "table {} {} {} {} {}\n",
+                "table {} {} {} {} {} {}\n",
                 t.name,
                 t.region_id,
                 u8::from(t.enabled),
+                t.durability,
                 if t.start_key.is_empty() {
                     "-".to_string()
                 } else {
@@ -201,7 +217,7 @@ mod tests {
     fn round_trips_every_field_and_detects_damage() {
         let dir = tempfile::tempdir().unwrap();
         let fs = StdFs;
-        let mut family = FamilyOptions::new(Bytes::from_static(b"f\x00\xff"));
+        let mut family = FamilyOptions::new(Bytes::from_static(b"f\xfe\xff"));
         family.rules = FamilyRules {
             max_versions: 3,
             min_versions: 1,
@@ -219,6 +235,7 @@ mod tests {
                     name: "t1".to_string(),
                     region_id: 3,
                     enabled: false,
+                    durability: Durability::FsyncWal,
                     start_key: Bytes::from_static(b"m"),
                     end_key: Bytes::new(),
                     families: vec![family, FamilyOptions::new("g")],
@@ -227,6 +244,7 @@ mod tests {
                     name: "t2".to_string(),
                     region_id: 8,
                     enabled: true,
+                    durability: Durability::UseDefault,
                     start_key: Bytes::new(),
                     end_key: Bytes::from_static(b"\x00z"),
                     families: vec![FamilyOptions::new("f")],
@@ -243,5 +261,59 @@ mod tests {
             Catalog::load(&fs, dir.path()),
             Err(RegionError::CorruptManifest { .. })
         ));
+    }
+
+    #[test]
+    fn an_older_version_is_refused_by_name_and_bad_names_are_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = StdFs;
+        checked_file::store(
+            &fs,
+            dir.path(),
+            "CATALOG",
+            "keel-catalog 1",
+            "next-region 2\n",
+        )
+        .unwrap();
+        let err = Catalog::load(&fs, dir.path()).unwrap_err();
+        assert!(
+            matches!(&err, RegionError::UnsupportedFormat { found, .. } if found == "keel-catalog 1"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("keel-catalog 1"), "{err}");
+        for bad in [
+            "table .. 1 1 USE_DEFAULT - -\n",
+            "table t 1 1 USE_DEFAULT - -\nfamily 2f 1 0 - 65536 NONE NONE ROW 0\n",
+            "table t 1 1 SOMETIMES - -\n",
+        ] {
+            checked_file::store(&fs, dir.path(), "CATALOG", HEADER, bad).unwrap();
+            let err = Catalog::load(&fs, dir.path()).unwrap_err();
+            assert!(
+                matches!(err, RegionError::CorruptManifest { .. }),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_catalog_too_large_to_read_back_is_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = StdFs;
+        let family = FamilyOptions::new("f");
+        let catalog = Catalog {
+            next_region: 2,
+            tables: vec![TableEntry {
+                name: "t".to_string(),
+                region_id: 1,
+                enabled: true,
+                durability: Durability::UseDefault,
+                start_key: Bytes::new(),
+                end_key: Bytes::new(),
+                families: vec![family; checked_file::MAX_BYTES / 20],
+            }],
+        };
+        let err = catalog.store(&fs, dir.path()).unwrap_err();
+        assert!(matches!(err, RegionError::FileTooLarge { .. }), "{err}");
+        assert!(!dir.path().join("CATALOG").exists());
     }
 }

@@ -8,13 +8,19 @@ use keel_fs::FileSystem;
 
 use crate::error::{RegionError, io};
 
-/// The lines after `header` of `dir/name`, or `None` if there is no such file. A missing or
-/// wrong checksum, another header, or non-UTF-8 bytes are `CorruptManifest` errors.
+/// The largest checked file: read back with at most this many bytes, so never written larger
+/// (a change that would pass it is refused when it is made, not discovered at the next open).
+pub(crate) const MAX_BYTES: usize = 64 << 20;
+
+/// The lines after `header` of `dir/name`, or `None` if there is no such file. A first line
+/// in `older` is an `UnsupportedFormat` error naming it; a missing or wrong checksum, another
+/// header, a file above [`MAX_BYTES`] or non-UTF-8 bytes are `CorruptManifest` errors.
 pub(crate) fn load(
     fs: &dyn FileSystem,
     dir: &Path,
     name: &str,
-    header: &str,
+    header: &'static str,
+    older: &[&str],
 ) -> Result<Option<Vec<String>>, RegionError> {
     let path = dir.join(name);
     if !fs.exists(&path).map_err(|e| io("stat", &path, e))? {
@@ -22,7 +28,16 @@ pub(crate) fn load(
     }
     let file = fs.open(&path).map_err(|e| io("open", &path, e))?;
     let len = file.len().map_err(|e| io("stat", &path, e))?;
-    let mut bytes = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX).min(64 << 20)];
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&l| l <= MAX_BYTES)
+        .ok_or_else(|| {
+            corrupt(
+                &path,
+                &format!("{len} bytes, above the {MAX_BYTES}-byte limit"),
+            )
+        })?;
+    let mut bytes = vec![0u8; len];
     file.read_exact_at(&mut bytes, 0)
         .map_err(|e| io("read", &path, e))?;
     let corrupt = |what: &str| corrupt(&path, what);
@@ -36,8 +51,16 @@ pub(crate) fn load(
         return Err(corrupt("checksum mismatch"));
     }
     let mut lines = text[..body_end].lines();
-    if lines.next() != Some(header) {
-        return Err(corrupt("unknown header"));
+    match lines.next() {
+        Some(first) if first == header => {}
+        Some(first) if older.contains(&first) => {
+            return Err(RegionError::UnsupportedFormat {
+                path,
+                found: first.to_string(),
+                supported: header,
+            });
+        }
+        _ => return Err(corrupt("unknown header")),
     }
     Ok(Some(lines.map(str::to_string).collect()))
 }
@@ -54,6 +77,13 @@ pub(crate) fn store(
     let crc = crc32fast::hash(text.as_bytes());
     text.push_str(&format!("crc {crc:08x}\n"));
     let path = dir.join(name);
+    if text.len() > MAX_BYTES {
+        return Err(RegionError::FileTooLarge {
+            path,
+            bytes: text.len(),
+            max: MAX_BYTES,
+        });
+    }
     let tmp = dir.join(format!("{name}.tmp"));
     let file = fs.create(&tmp).map_err(|e| io("create", &tmp, e))?;
     file.append(text.as_bytes())

@@ -44,7 +44,7 @@ pub enum RegionError {
         len: usize,
     },
     /// A single-row operation was given cells of another row.
-    #[error("check-and-mutate on row {row} got a cell of row {other}")]
+    #[error("an operation on row {row} got a cell of row {other}")]
     NotOneRow {
         /// The checked row.
         row: String,
@@ -63,12 +63,70 @@ pub enum RegionError {
     /// The table must be disabled first.
     #[error("table {0} is enabled: disable it first")]
     TableEnabled(String),
-    /// A table name outside `[A-Za-z0-9_.-]{1,255}`.
-    #[error("bad table name {0:?}: use letters, digits, '_', '-' and '.'")]
-    BadTableName(String),
+    /// A table or family name that breaks HBase's rules.
+    #[error(transparent)]
+    BadName(#[from] crate::names::NameError),
     /// A table needs at least one column family.
     #[error("table {0} needs at least one column family")]
     NoFamilies(String),
+    /// More families than a table may have.
+    #[error("table {table}: {count} column families; a table may have at most {max}")]
+    TooManyFamilies {
+        /// The table.
+        table: String,
+        /// Families asked for.
+        count: usize,
+        /// The limit (`ServerOptions::max_families_per_table`).
+        max: usize,
+    },
+    /// A family named twice in one table.
+    #[error("table {table}: column family {family} is named twice")]
+    DuplicateFamily {
+        /// The table.
+        table: String,
+        /// The family, printable.
+        family: String,
+    },
+    /// The region no longer takes reads or writes: its table is being disabled or deleted, or
+    /// was (HBase's `NotServingRegionException`).
+    #[error("region {region} is closed (its table is being disabled, or was)")]
+    RegionClosed {
+        /// The region id.
+        region: u64,
+    },
+    /// The table's region could not be opened at start (HBase's `FAILED_OPEN`): the table
+    /// serves nothing until an operator repairs it and enables it again.
+    #[error("table {table}: its region failed to open: {reason}")]
+    FailedOpen {
+        /// The table.
+        table: String,
+        /// Why.
+        reason: String,
+    },
+    /// A file in a format this version no longer reads.
+    #[error(
+        "{path}: format {found:?} was written by an older Keel; this version reads only {supported:?} (move the directory aside and recreate the tables)"
+    )]
+    UnsupportedFormat {
+        /// The file.
+        path: PathBuf,
+        /// Its first line.
+        found: String,
+        /// What this version reads.
+        supported: &'static str,
+    },
+    /// A change would make a checked file larger than it may be read back.
+    #[error(
+        "{path}: the change would make it {bytes} bytes, above the {max}-byte limit it is read with"
+    )]
+    FileTooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size with the change.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
     /// The mini-batch an operation was part of failed (the WAL refused it).
     #[error("batch failed: {0}")]
     BatchFailed(String),
@@ -99,12 +157,27 @@ pub enum RegionError {
         /// How long the write waited.
         waited: std::time::Duration,
     },
-    /// A compaction was stopped because the server is closing; nothing was committed.
-    #[error("region {0}: compaction cancelled (the server is closing)")]
+    /// A compaction was stopped because the server or the region is closing; nothing was
+    /// committed.
+    #[error("region {0}: compaction cancelled (the server or the region is closing)")]
     CompactionCancelled(u64),
     /// The server's memory settings do not fit together.
     #[error("memory settings: {0}")]
     MemoryConfig(String),
+    /// A write whose WAL entry would exceed the log's limit (`WalOptions::max_entry_size`).
+    #[error(
+        "region {region}: a write (first row {row}) of {bytes} bytes exceeds the WAL's {max}-byte entry limit"
+    )]
+    WriteTooLarge {
+        /// The region id.
+        region: u64,
+        /// Its first row, printable.
+        row: String,
+        /// Its WAL entry's size.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
     /// A cell names a family the region does not have.
     #[error("no column family {family} in region {region}")]
     NoSuchFamily {

@@ -38,6 +38,7 @@ mod error;
 mod limits;
 mod manifest;
 pub mod matcher;
+pub mod names;
 mod region;
 mod scan;
 mod server;
@@ -53,7 +54,9 @@ pub use region::{
     WriteOrder, WriteTimings,
 };
 pub use scan::{ColumnValueFilter, CompareOp, RegionScanner, Scan};
-pub use server::{BlockCacheKind, RegionServer, ServerOptions, ServerStats, Table};
+pub use server::{
+    BlockCacheKind, RegionServer, ServerOptions, ServerStats, Table, TableOptions, TableState,
+};
 
 /// The README's embedded example, compiled and run as a doctest.
 #[doc = include_str!("../../../README.md")]

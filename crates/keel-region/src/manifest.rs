@@ -36,7 +36,7 @@ pub(crate) fn path(dir: &Path) -> PathBuf {
 
 impl Manifest {
     pub(crate) fn load(fs: &dyn FileSystem, dir: &Path) -> Result<Manifest, RegionError> {
-        let Some(lines) = checked_file::load(fs, dir, "MANIFEST", HEADER)? else {
+        let Some(lines) = checked_file::load(fs, dir, "MANIFEST", HEADER, &[])? else {
             return Ok(Manifest::default());
         };
         let path = path(dir);

@@ -51,7 +51,7 @@ fn table_states_and_names_are_checked() {
     let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
     assert!(matches!(
         server.create_table("bad name", vec![FamilyOptions::new("f")]),
-        Err(RegionError::BadTableName(_))
+        Err(RegionError::BadName(_))
     ));
     assert!(matches!(
         server.create_table("t", vec![]),

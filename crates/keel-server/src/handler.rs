@@ -386,9 +386,13 @@ impl Handler {
         match self.server.create_table(&name, options) {
             Ok(_) => Ok(Reply::Void),
             Err(RegionError::TableExists(t)) => Err(HbaseError::AlreadyExists(t)),
-            Err(e @ (RegionError::BadTableName(_) | RegionError::NoFamilies(_))) => {
-                Err(illegal(e.to_string()))
-            }
+            Err(
+                e @ (RegionError::BadName(_)
+                | RegionError::NoFamilies(_)
+                | RegionError::TooManyFamilies { .. }
+                | RegionError::DuplicateFamily { .. }
+                | RegionError::FileTooLarge { .. }),
+            ) => Err(illegal(e.to_string())),
             Err(e) => Err(from_region(e)),
         }
     }

@@ -386,6 +386,11 @@ impl Wal {
         self.shared.state.lock().last_sequence.get(&region).copied()
     }
 
+    /// The largest entry payload the log accepts (`WalOptions::max_entry_size`).
+    pub fn max_entry_size(&self) -> usize {
+        self.shared.options.max_entry_size
+    }
+
     /// Why the log refuses every append (a write or sync failed), if it does.
     pub fn poisoned(&self) -> Option<String> {
         self.shared.state.lock().poisoned.clone()

@@ -48,6 +48,10 @@ impl FaultFile {
                 0,
                 Some(injected(io::ErrorKind::Other, "write failure", &self.path)),
             ),
+            Some(FaultKind::Crash) => (
+                0,
+                Some(injected(io::ErrorKind::Other, "crashed", &self.path)),
+            ),
             Some(FaultKind::NoSpace) => (
                 0,
                 Some(injected(

@@ -15,6 +15,10 @@ pub enum FaultKind {
     FailSync,
     /// A read fails with `io::ErrorKind::Other`.
     FailRead,
+    /// The machine stops: the matching write or sync and every write and sync after it fail
+    /// and store nothing, so a crash image taken at any later moment is the one a power cut at
+    /// that instant would leave, whatever the program does after its error.
+    Crash,
 }
 
 /// The operations faults count.
@@ -26,11 +30,15 @@ pub(super) enum OpClass {
 }
 
 impl FaultKind {
-    pub(super) fn class(self) -> OpClass {
+    /// Whether operations of `class` count towards (and suffer) this kind of fault.
+    pub(super) fn counts(self, class: OpClass) -> bool {
         match self {
-            FaultKind::FailWrite | FaultKind::ShortWrite | FaultKind::NoSpace => OpClass::Write,
-            FaultKind::FailSync => OpClass::Sync,
-            FaultKind::FailRead => OpClass::Read,
+            FaultKind::FailWrite | FaultKind::ShortWrite | FaultKind::NoSpace => {
+                class == OpClass::Write
+            }
+            FaultKind::FailSync => class == OpClass::Sync,
+            FaultKind::FailRead => class == OpClass::Read,
+            FaultKind::Crash => class != OpClass::Read,
         }
     }
 }
@@ -77,6 +85,16 @@ impl Fault {
         Fault::new(FaultKind::FailRead, nth)
     }
 
+    /// The machine stops at the `nth` write or sync (both counted together, 1-based): it and
+    /// every write and sync after it fail. Sweeping `nth` over every write and sync of an
+    /// operation crashes it at every step.
+    pub fn crash_at(nth: u64) -> Fault {
+        Fault {
+            sticky: true,
+            ..Fault::new(FaultKind::Crash, nth)
+        }
+    }
+
     fn new(kind: FaultKind, nth: u64) -> Fault {
         Fault {
             kind,
@@ -104,7 +122,7 @@ impl Fault {
     }
 
     fn matches(&self, class: OpClass, path: &Path) -> bool {
-        self.kind.class() == class
+        self.kind.counts(class)
             && self
                 .path_contains
                 .as_deref()

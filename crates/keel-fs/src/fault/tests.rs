@@ -286,3 +286,21 @@ fn remove_dir_needs_an_empty_directory_and_a_parent_sync() {
     fs.sync_dir(Path::new("/d")).unwrap();
     assert!(!fs.crash_image().exists(Path::new("/d/e")).unwrap());
 }
+
+#[test]
+fn crash_at_stops_every_later_write_and_sync() {
+    let (fs, file) = setup();
+    file.append(b"kept").unwrap();
+    file.sync_data().unwrap();
+    fs.inject(Fault::crash_at(2));
+    file.append(b"+1").unwrap();
+    assert!(
+        file.sync_data().is_err(),
+        "the second write-or-sync is the crash"
+    );
+    assert!(file.append(b"+2").is_err());
+    assert!(fs.sync_dir(Path::new("/db")).is_err());
+    let mut buf = [0u8; 4];
+    file.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(read_all(&fs.crash_image(), "/db/a.log"), b"kept");
+}

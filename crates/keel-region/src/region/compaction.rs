@@ -66,6 +66,10 @@ impl Region {
     ) -> Result<CompactionOutcome, RegionError> {
         let _span = crate::trace::span!(INFO, "region.compact", region = self.id, major);
         let _one_at_a_time = self.compacting.lock();
+        let cancelled = || RegionError::CompactionCancelled(self.id);
+        if !self.is_open() {
+            return Err(cancelled());
+        }
         // Flushed files may hold writes whose MVCC entry has not completed; a compaction that
         // applies their markers must not run ahead of readers that cannot see them yet.
         self.mvcc.await_all();
@@ -114,6 +118,11 @@ impl Region {
             let memstore_oldest = store.memstore.size().min_timestamp;
             let mut written = 0u64;
             while let Some(cell) = merge.next()? {
+                if !self.is_open() {
+                    // The region is closing: nothing is committed; the next open removes the
+                    // unfinished file.
+                    return Err(cancelled());
+                }
                 let admitted = keep.as_mut().is_none_or(|matcher| matcher.admit(&cell));
                 let marker_kept = all_files
                     && cell.cell_type() != CellType::Put
@@ -124,7 +133,7 @@ impl Region {
                     let bytes = crate::limits::charge(std::slice::from_ref(&cell));
                     outcome.throttled += run
                         .wrote(bytes, || self.compaction_pressure(policy))
-                        .map_err(|_| RegionError::CompactionCancelled(self.id))?;
+                        .map_err(|_| cancelled())?;
                 }
             }
             outcome.bytes_read += chosen.iter().map(|f| f.info().file_len).sum::<u64>();

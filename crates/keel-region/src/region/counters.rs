@@ -38,6 +38,10 @@ pub struct RegionStats {
     pub compaction_bytes_written: u64,
     /// Time compactions slept in the throughput throttle.
     pub compaction_throttled: Duration,
+    /// Logged cells skipped at open because their family is not the region's.
+    pub skipped_replay_cells: u64,
+    /// Store files the manifest lists for a family the region does not have, skipped at open.
+    pub skipped_files: u64,
 }
 
 #[derive(Debug, Default)]
@@ -56,6 +60,8 @@ pub(crate) struct Counters {
     compaction_bytes_read: AtomicU64,
     compaction_bytes_written: AtomicU64,
     compaction_throttled_nanos: AtomicU64,
+    pub(crate) skipped_replay_cells: AtomicU64,
+    pub(crate) skipped_files: AtomicU64,
 }
 
 impl Counters {
@@ -99,6 +105,8 @@ impl Counters {
             compaction_bytes_read: load(&self.compaction_bytes_read),
             compaction_bytes_written: load(&self.compaction_bytes_written),
             compaction_throttled: Duration::from_nanos(load(&self.compaction_throttled_nanos)),
+            skipped_replay_cells: load(&self.skipped_replay_cells),
+            skipped_files: load(&self.skipped_files),
         }
     }
 }

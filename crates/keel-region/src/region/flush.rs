@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use keel_storefile::{StoreFileReader, StoreFileWriter};
 
-use super::{FILE_IDS, Region};
+use super::{CLOSED, FILE_IDS, Region};
 use crate::error::RegionError;
 use crate::trace::span;
 
@@ -46,6 +46,10 @@ impl Region {
         let _span = span!(INFO, "region.flush", region = self.id);
         self.flush_cause.follow();
         let _one_at_a_time = self.flushing.lock();
+        if self.state.load(Ordering::Acquire) == CLOSED {
+            // Closed after a final flush: nothing is left, and its directory may be gone.
+            return Ok(self.flushed_sequence());
+        }
         let (snapshots, flush_seq) = {
             let _exclusive = self.updates.write();
             let snapshots: Vec<_> = self

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -20,6 +20,8 @@ use crate::limits::{MemoryAccount, RegionLimits};
 use crate::manifest::Manifest;
 use crate::matcher::FamilyRules;
 
+mod checked;
+mod close;
 mod compaction;
 mod counters;
 mod flush;
@@ -98,7 +100,70 @@ impl Durability {
             Durability::FsyncWal => keel_wal::Durability::FsyncWal,
         }
     }
+
+    /// HBase's name for it (`USE_DEFAULT`, `SKIP_WAL`, `ASYNC_WAL`, `SYNC_WAL`, `FSYNC_WAL`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::UseDefault => "USE_DEFAULT",
+            Durability::SkipWal => "SKIP_WAL",
+            Durability::AsyncWal => "ASYNC_WAL",
+            Durability::SyncWal => "SYNC_WAL",
+            Durability::FsyncWal => "FSYNC_WAL",
+        }
+    }
 }
+
+impl std::fmt::Display for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Durability {
+    type Err = String;
+
+    /// HBase's names, in any case.
+    fn from_str(text: &str) -> Result<Durability, String> {
+        [
+            Durability::UseDefault,
+            Durability::SkipWal,
+            Durability::AsyncWal,
+            Durability::SyncWal,
+            Durability::FsyncWal,
+        ]
+        .into_iter()
+        .find(|d| d.name().eq_ignore_ascii_case(text))
+        .ok_or_else(|| {
+            format!(
+                "unknown durability {text:?}: USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL or FSYNC_WAL"
+            )
+        })
+    }
+}
+
+fn wal_durability_code(d: keel_wal::Durability) -> u8 {
+    match d {
+        keel_wal::Durability::SkipWal => 0,
+        keel_wal::Durability::AsyncWal => 1,
+        keel_wal::Durability::SyncWal => 2,
+        keel_wal::Durability::FsyncWal => 3,
+    }
+}
+
+fn wal_durability(code: u8) -> keel_wal::Durability {
+    match code {
+        0 => keel_wal::Durability::SkipWal,
+        1 => keel_wal::Durability::AsyncWal,
+        2 => keel_wal::Durability::SyncWal,
+        _ => keel_wal::Durability::FsyncWal,
+    }
+}
+
+/// A region's lifecycle: open, closing (refuses new writes while in-flight ones finish and the
+/// final flush runs), closed (refuses everything new; open scanners keep what they hold).
+pub(crate) const OPEN: u8 = 0;
+pub(crate) const CLOSING: u8 = 1;
+pub(crate) const CLOSED: u8 = 2;
 
 /// The order of the write path's steps (the comparison HBASE-15158 measured).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -167,7 +232,10 @@ pub struct Region {
     compacting: Mutex<()>,
     next_file_id: AtomicU64,
     order: WriteOrder,
-    default_durability: keel_wal::Durability,
+    /// What `UseDefault` writes get (a keel-wal durability's code; changeable while open).
+    default_durability: AtomicU8,
+    /// `OPEN`, `CLOSING` or `CLOSED`.
+    state: AtomicU8,
     limits: RegionLimits,
     account: Arc<MemoryAccount>,
     /// Bytes charged to the account for the active memstore segments, and for the pending
@@ -186,6 +254,8 @@ pub struct Region {
     /// Since when a due flush has been held back by too many store files.
     flush_delayed_since: Mutex<Option<Instant>>,
     opened_ms: i64,
+    /// The highest sequence id found in store files and replayed edits while opening.
+    loaded_sequence: AtomicU64,
     counters: Counters,
 }
 
@@ -250,9 +320,47 @@ impl Region {
 
     /// The same region with `UseDefault` writes at `durability` (`UseDefault` itself keeps
     /// `SyncWal`, HBase's default).
-    pub fn with_default_durability(mut self, durability: Durability) -> Region {
-        self.default_durability = durability.resolve(keel_wal::Durability::SyncWal);
+    pub fn with_default_durability(self, durability: Durability) -> Region {
+        self.set_default_durability(durability);
         self
+    }
+
+    /// Changes what `UseDefault` writes get from now on (`UseDefault` itself means `SyncWal`).
+    pub fn set_default_durability(&self, durability: Durability) {
+        let resolved = durability.resolve(keel_wal::Durability::SyncWal);
+        self.default_durability
+            .store(wal_durability_code(resolved), Ordering::Relaxed);
+    }
+
+    /// What `UseDefault` writes get.
+    pub fn default_durability(&self) -> Durability {
+        match wal_durability(self.default_durability.load(Ordering::Relaxed)) {
+            keel_wal::Durability::SkipWal => Durability::SkipWal,
+            keel_wal::Durability::AsyncWal => Durability::AsyncWal,
+            keel_wal::Durability::SyncWal => Durability::SyncWal,
+            keel_wal::Durability::FsyncWal => Durability::FsyncWal,
+        }
+    }
+
+    /// `durability` with `UseDefault` replaced by the region's default.
+    fn resolve_durability(&self, durability: Durability) -> keel_wal::Durability {
+        durability.resolve(wal_durability(
+            self.default_durability.load(Ordering::Relaxed),
+        ))
+    }
+
+    /// Refuses new work once the region is closing (writes) or closed (everything).
+    fn check_open(&self, for_writes: bool) -> Result<(), crate::error::RegionError> {
+        let state = self.state.load(Ordering::Acquire);
+        if state == CLOSED || (for_writes && state != OPEN) {
+            return Err(crate::error::RegionError::RegionClosed { region: self.id });
+        }
+        Ok(())
+    }
+
+    /// Whether the region still takes writes.
+    pub fn is_open(&self) -> bool {
+        self.state.load(Ordering::Acquire) == OPEN
     }
 
     /// The same region with its writes in `order`.

@@ -3,29 +3,36 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 use bytes::Bytes;
-use keel_cell::escape_bytes;
+use keel_cell::Cell;
 use keel_fs::FileSystem;
 use keel_memstore::{MemStore, MemStoreOptions};
 use keel_mvcc::{Mvcc, RowLockOptions, RowLocks};
 use keel_storefile::StoreFileReader;
-use keel_wal::{ReplayOptions, Wal};
+use keel_wal::{ReplayOptions, Wal, WalEntry};
 use parking_lot::{Mutex, RwLock};
 
 use super::{
-    BlockReads, CachedSource, Counters, FILE_IDS, FamilyOptions, Region, Store, TracedDirect,
-    WriteOrder, file_name_of, now_ms,
+    BlockReads, CachedSource, Counters, FILE_IDS, FamilyOptions, OPEN, Region, Store, TracedDirect,
+    WriteOrder, file_name_of, now_ms, wal_durability_code,
 };
 use crate::error::{RegionError, io};
 use crate::limits::{MemoryAccount, RegionLimits};
 use crate::manifest::{Manifest, hex};
+use crate::trace::event;
 
 impl Region {
     /// Opens region `id` in `dir` with `families`: loads the manifest and its store files, then
     /// replays the WAL's entries for this region above the manifest's flushed sequence id into
-    /// the memstores, and moves MVCC past everything found.
+    /// the memstores, moves MVCC past everything found, and declares the region to the WAL
+    /// ([`Wal::open_region`]).
+    ///
+    /// A store file the manifest lists for a family the region does not have, and a logged
+    /// edit of such a family, are skipped with a warning and counted
+    /// ([`RegionStats::skipped_files`], [`RegionStats::skipped_replay_cells`]), as HBase does:
+    /// they never stop the region from opening.
     pub fn open(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
@@ -38,6 +45,35 @@ impl Region {
 
     /// [`Region::open`], with store-file blocks read as `reads` says.
     pub fn open_with(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        wal: Arc<Wal>,
+        id: u64,
+        families: Vec<FamilyOptions>,
+        reads: BlockReads,
+    ) -> Result<Region, RegionError> {
+        let region = Region::load(fs, dir, wal, id, families, reads)?;
+        if region.needs_replay() {
+            let mut flushed = HashMap::new();
+            flushed.insert(id, region.flushed_sequence());
+            for entry in region.wal.replay(ReplayOptions {
+                flushed,
+                ..ReplayOptions::default()
+            })? {
+                let entry = entry?;
+                if entry.region == id {
+                    region.replay_entry(entry);
+                }
+            }
+        }
+        region.finish_open()?;
+        Ok(region)
+    }
+
+    /// The first step of opening: the region's directories, manifest and store files, without
+    /// replay and without declaring it to the WAL. [`Region::replay_entry`] and
+    /// [`Region::finish_open`] are the others (a server replays the log once for every region).
+    pub(crate) fn load(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         wal: Arc<Wal>,
@@ -73,14 +109,21 @@ impl Region {
             );
         }
         remove_unlisted_files(&*fs, &manifest, &stores);
+        let counters = Counters::default();
         let mut max_seq = manifest.flushed;
         for (family, name) in &manifest.files {
-            let store = stores
-                .get(family)
-                .ok_or_else(|| RegionError::NoSuchFamily {
-                    family: escape_bytes(family),
-                    region: id,
-                })?;
+            let Some(store) = stores.get(family) else {
+                // A family the table no longer has: its files are left where they are.
+                event!(
+                    WARN,
+                    region = id,
+                    family = %keel_cell::escape_bytes(family),
+                    file = %name,
+                    "the manifest lists a store file of a family the region does not have: skipped"
+                );
+                counters.skipped_files.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
             let reader = StoreFileReader::open(
                 &*fs,
                 &store.dir.join(name),
@@ -90,37 +133,12 @@ impl Region {
             max_seq = max_seq.max(reader.info().max_sequence_id);
             store.files.write().push(Arc::new(reader));
         }
-        let mut flushed = HashMap::new();
-        flushed.insert(id, manifest.flushed);
-        let mut replayed_bytes = 0;
-        for entry in wal.replay(ReplayOptions {
-            flushed,
-            ..ReplayOptions::default()
-        })? {
-            let entry = entry?;
-            if entry.region != id {
-                continue;
-            }
-            max_seq = max_seq.max(entry.sequence_id);
-            replayed_bytes += crate::limits::charge(&entry.cells);
-            for cell in entry.cells {
-                let store = stores
-                    .get(cell.family())
-                    .ok_or_else(|| RegionError::NoSuchFamily {
-                        family: escape_bytes(cell.family()),
-                        region: id,
-                    })?;
-                store.memstore.add([cell]);
-            }
-        }
-        let mvcc = Mvcc::new();
-        mvcc.advance_to(max_seq)?;
         Ok(Region {
             id,
             fs,
             dir: dir.to_path_buf(),
             wal,
-            mvcc,
+            mvcc: Mvcc::new(),
             locks: RowLocks::new(RowLockOptions::default()),
             updates: RwLock::new(()),
             stores,
@@ -129,14 +147,11 @@ impl Region {
             flushing: Mutex::new(()),
             compacting: Mutex::new(()),
             order: WriteOrder::default(),
-            default_durability: keel_wal::Durability::SyncWal,
+            default_durability: AtomicU8::new(wal_durability_code(keel_wal::Durability::SyncWal)),
+            state: AtomicU8::new(OPEN),
             limits: RegionLimits::default(),
-            account: {
-                let account = MemoryAccount::unlimited();
-                account.charge(replayed_bytes);
-                account
-            },
-            active_bytes: AtomicU64::new(replayed_bytes),
+            account: MemoryAccount::unlimited(),
+            active_bytes: AtomicU64::new(0),
             snapshot_bytes: Mutex::new(None),
             flush_requested: AtomicBool::new(false),
             last_server_ts: std::sync::atomic::AtomicI64::new(0),
@@ -144,8 +159,65 @@ impl Region {
             compaction_queued: std::sync::atomic::AtomicU8::new(0),
             flush_delayed_since: Mutex::new(None),
             opened_ms: now_ms(),
-            counters: Counters::default(),
+            loaded_sequence: AtomicU64::new(max_seq),
+            counters,
         })
+    }
+
+    /// Every edit at or below this sequence id is in a committed store file.
+    pub(crate) fn flushed_sequence(&self) -> u64 {
+        self.manifest.lock().flushed
+    }
+
+    /// Whether the WAL may hold edits of this region above its flushed point (a region whose
+    /// every logged edit is flushed, or that never logged one, skips the replay).
+    pub(crate) fn needs_replay(&self) -> bool {
+        self.wal
+            .last_sequence_id(self.id)
+            .is_some_and(|last| last > self.flushed_sequence())
+    }
+
+    /// Applies one logged edit of this region while it opens: its cells go to the memstores,
+    /// charged as writes are. Cells of a family the region does not have are skipped with a
+    /// warning and counted; they never stop the region from opening (HBase does the same).
+    pub(crate) fn replay_entry(&self, entry: WalEntry) {
+        self.loaded_sequence
+            .fetch_max(entry.sequence_id, Ordering::Relaxed);
+        let (known, unknown): (Vec<Cell>, Vec<Cell>) = entry
+            .cells
+            .into_iter()
+            .partition(|c| self.stores.contains_key(c.family()));
+        if let Some(first) = unknown.first() {
+            event!(
+                WARN,
+                region = self.id,
+                sequence_id = entry.sequence_id,
+                family = %keel_cell::escape_bytes(first.family()),
+                cells = unknown.len(),
+                "WAL replay skipped cells of a family the region does not have"
+            );
+            let _ = first;
+            self.counters
+                .skipped_replay_cells
+                .fetch_add(unknown.len() as u64, Ordering::Relaxed);
+        }
+        let charged = crate::limits::charge(&known);
+        for cell in known {
+            if let Some(store) = self.stores.get(cell.family()) {
+                store.memstore.add([cell]);
+            }
+        }
+        self.active_bytes.fetch_add(charged, Ordering::Relaxed);
+        self.account.charge(charged);
+    }
+
+    /// The last step of opening: MVCC moves past every sequence id loaded or replayed, so new
+    /// writes continue above them, and the region declares its flushed point to the WAL.
+    pub(crate) fn finish_open(&self) -> Result<(), RegionError> {
+        self.mvcc
+            .advance_to(self.loaded_sequence.load(Ordering::Relaxed))?;
+        self.wal.open_region(self.id, self.flushed_sequence())?;
+        Ok(())
     }
 }
 

@@ -22,6 +22,7 @@ impl Region {
     /// row, in `CellComparator` order.
     pub fn get(&self, row: &[u8], query: &ReadQuery) -> Result<Vec<Cell>, RegionError> {
         let _span = span!(INFO, "region.get", region = self.id, row = %Printable(row));
+        self.check_open(false)?;
         self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
         let read_point = self.mvcc.read_point();
         let query = ReadQuery {
@@ -101,6 +102,7 @@ impl Region {
             region = self.id,
             reversed = scan.reversed
         );
+        self.check_open(false)?;
         self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
         let read_point = self.mvcc.read_point();
         let query = ReadQuery {

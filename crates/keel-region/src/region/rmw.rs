@@ -76,20 +76,15 @@ impl Region {
     ) -> Result<bool, RegionError> {
         let _span = span!(INFO, "region.check_and_mutate", region = self.id, row = %Printable(row));
         self.count_writes(1);
-        let row_bytes = Bytes::copy_from_slice(row);
-        if let Some(other) = cells.iter().find(|c| c.row() != &row_bytes) {
-            return Err(RegionError::NotOneRow {
-                row: escape_bytes(row),
-                other: escape_bytes(other.row()),
-            });
-        }
+        self.check_family(family)?;
+        let write = self.check_row_write(row, cells)?;
         self.check_resources()?;
-        let (guard, timings) = self.lock_exclusive(row_bytes)?;
+        let (guard, timings) = self.lock_exclusive(Bytes::copy_from_slice(row))?;
         let current = self.latest_for_update(row, family, qualifier)?;
         if !check(current.as_ref().map(|c| c.value())) {
             return Ok(false);
         }
-        self.write_locked(cells, durability, timings, guard)?;
+        self.write_locked(write, durability, timings, guard)?;
         Ok(true)
     }
 
@@ -102,12 +97,7 @@ impl Region {
         update: impl FnOnce(Option<&Bytes>) -> Result<(Bytes, T), RegionError>,
     ) -> Result<(T, WriteTimings), RegionError> {
         self.count_writes(1);
-        if !self.stores.contains_key(family) {
-            return Err(RegionError::NoSuchFamily {
-                family: escape_bytes(family),
-                region: self.id,
-            });
-        }
+        self.check_family(family)?;
         self.check_resources()?;
         let (guard, timings) = self.lock_exclusive(Bytes::copy_from_slice(row))?;
         let current = self.latest_for_update(row, family, qualifier)?;
@@ -125,8 +115,21 @@ impl Region {
             .value(value)
             .build()
             .map_err(|e| RegionError::BadCell(e.to_string()))?;
-        let timings = self.write_locked(vec![cell], durability, timings, guard)?;
+        let write = self.check_write(vec![cell])?;
+        let timings = self.write_locked(write, durability, timings, guard)?;
         Ok((result, timings))
+    }
+
+    /// A read-modify-write's column must be of one of the region's families (HBase's
+    /// `NoSuchColumnFamilyException`), checked before the row is locked.
+    fn check_family(&self, family: &[u8]) -> Result<(), RegionError> {
+        if self.stores.contains_key(family) {
+            return Ok(());
+        }
+        Err(RegionError::NoSuchFamily {
+            family: escape_bytes(family),
+            region: self.id,
+        })
     }
 
     /// The latest value a read-modify-write builds on, under the row's exclusive lock. In the

@@ -6,10 +6,11 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use bytes::Bytes;
-use keel_cell::{Cell, LATEST_TIMESTAMP, escape_bytes};
+use keel_cell::{Cell, LATEST_TIMESTAMP};
 use keel_mvcc::{LockMode, RowLockGuard};
 use keel_wal::WalEntry;
 
+use super::checked::CheckedWrite;
 use super::{Durability, Region, WriteOrder, WriteTimings, now_ms};
 use crate::error::RegionError;
 #[cfg(feature = "tracing")]
@@ -21,6 +22,8 @@ impl Region {
     /// size the write is refused with `RegionTooBusy` and a flush requested; above the global
     /// high watermark it waits for flushes to free memory.
     pub(super) fn check_resources(&self) -> Result<(), RegionError> {
+        // A closing region refuses at once rather than after waiting for memory.
+        self.check_open(true)?;
         let size = self.memstore_size();
         let limit = self.limits.blocking_memstore_size();
         if size > limit {
@@ -59,37 +62,43 @@ impl Region {
     }
 
     /// Applies `cells` (puts and delete markers, any rows) atomically at `durability`, on the
-    /// HBASE-15158 path: row locks (shared, sorted) → server timestamps for cells that carry
-    /// `LATEST_TIMESTAMP` → MVCC begin and WAL enqueue with the write number as sequence id →
-    /// WAL durability wait → memstore insert → MVCC complete and wait → unlock. A WAL failure
-    /// returns before the memstore is touched, so there is nothing to roll back.
+    /// HBASE-15158 path: the write's one validation ([`Region::check_write`]) → row locks
+    /// (shared, sorted) → server timestamps for cells that carry `LATEST_TIMESTAMP` → MVCC
+    /// begin and WAL enqueue with the write number as sequence id → WAL durability wait →
+    /// memstore insert → MVCC complete and wait → unlock. A WAL failure returns before the
+    /// memstore is touched, so there is nothing to roll back.
     pub fn mutate(
         &self,
         cells: Vec<Cell>,
         durability: Durability,
     ) -> Result<WriteTimings, RegionError> {
         self.count_writes(1);
-        self.apply(cells, durability)
+        let write = self.check_write(cells)?;
+        self.apply(write, durability)
     }
 
-    /// [`Region::mutate`] without counting a request (a batch counts its operations).
-    pub(super) fn apply(
+    /// A checked write on shared row locks (a mutate, or one mini-batch of a batch).
+    fn apply(
         &self,
-        cells: Vec<Cell>,
+        write: CheckedWrite,
         durability: Durability,
     ) -> Result<WriteTimings, RegionError> {
-        let _span = span!(INFO, "region.mutate", region = self.id, cells = cells.len());
-        self.check_families(&cells)?;
+        let _span = span!(
+            INFO,
+            "region.mutate",
+            region = self.id,
+            cells = write.cells().len()
+        );
         self.check_resources()?;
         let mut timings = WriteTimings::default();
         let started = Instant::now();
-        let rows: BTreeSet<Bytes> = cells.iter().map(|c| c.row().clone()).collect();
+        let rows: BTreeSet<Bytes> = write.cells().iter().map(|c| c.row().clone()).collect();
         let rows = {
             let _span = span!(DEBUG, "region.row_lock", rows = rows.len());
             self.locks.lock_rows(rows, LockMode::Shared, None)?
         };
         timings.lock_wait = started.elapsed();
-        self.write_locked(cells, durability, timings, rows)
+        self.write_locked(write, durability, timings, rows)
     }
 
     /// Applies several mutations of one row atomically under the row's exclusive lock (HBase
@@ -102,25 +111,19 @@ impl Region {
     ) -> Result<WriteTimings, RegionError> {
         let _span = span!(INFO, "region.mutate_row", region = self.id, row = %Printable(row));
         self.count_writes(1);
-        let row_bytes = Bytes::copy_from_slice(row);
-        if let Some(other) = cells.iter().find(|c| c.row() != &row_bytes) {
-            return Err(RegionError::NotOneRow {
-                row: escape_bytes(row),
-                other: escape_bytes(other.row()),
-            });
-        }
-        self.check_families(&cells)?;
+        let write = self.check_row_write(row, cells)?;
         self.check_resources()?;
-        let (guard, timings) = self.lock_exclusive(row_bytes)?;
-        self.write_locked(cells, durability, timings, guard)
+        let (guard, timings) = self.lock_exclusive(Bytes::copy_from_slice(row))?;
+        self.write_locked(write, durability, timings, guard)
     }
 
     /// Applies many operations (each a set of cells of one row, with its durability), as
-    /// HBase's `batch`: the mini-batch takes the strongest durability of its operations; an
-    /// operation that is invalid (an unknown family, cells of several rows, no cells) gets its
-    /// error and the others still go, together, as one mini-batch (one WAL entry, one MVCC write,
-    /// shared locks on their rows). Returns one status per operation, in order; a failure of the
-    /// mini-batch itself (the WAL) is every valid operation's status.
+    /// HBase's `batch`: an operation that is invalid (an unknown family, cells of several rows,
+    /// no cells) gets its error and the others still go, together, in mini-batches of as many
+    /// operations as fit one WAL entry (one entry, one MVCC write, shared locks on their rows
+    /// each); a mini-batch takes the strongest durability of its operations. Returns one status
+    /// per operation, in order; a failure of a mini-batch itself (the WAL) is the status of
+    /// each of its operations.
     pub fn batch(&self, operations: Vec<(Vec<Cell>, Durability)>) -> Vec<Result<(), RegionError>> {
         let _span = span!(
             INFO,
@@ -131,44 +134,64 @@ impl Region {
         self.count_writes(operations.len());
         let mut statuses: Vec<Option<Result<(), RegionError>>> =
             Vec::with_capacity(operations.len());
-        let mut cells = Vec::new();
         let mut valid = Vec::new();
-        let mut durability = Durability::UseDefault;
         for (i, (op, op_durability)) in operations.into_iter().enumerate() {
-            let status = match op.first() {
-                None => Some(Err(RegionError::BadCell(
+            let checked = match op.first() {
+                None => Err(RegionError::BadCell(
                     "an operation with no cells".to_string(),
-                ))),
+                )),
                 Some(first) => {
                     let row = first.row().clone();
-                    if let Some(other) = op.iter().find(|c| c.row() != &row) {
-                        Some(Err(RegionError::NotOneRow {
-                            row: escape_bytes(&row),
-                            other: escape_bytes(other.row()),
-                        }))
-                    } else {
-                        self.check_families(&op).err().map(Err)
-                    }
+                    self.check_row_write(&row, op)
                 }
             };
-            if status.is_none() {
-                valid.push(i);
-                cells.extend(op);
-                // The mini-batch is as durable as its most demanding operation.
-                durability = durability.max(op_durability);
+            match checked {
+                Ok(write) => {
+                    valid.push((i, write, op_durability));
+                    statuses.push(None);
+                }
+                Err(e) => statuses.push(Some(Err(e))),
             }
-            statuses.push(status);
         }
-        if !cells.is_empty() {
-            let outcome = self.apply(cells, durability);
-            for i in valid {
-                statuses[i] = Some(match &outcome {
-                    Ok(_) => Ok(()),
-                    Err(e) => Err(RegionError::BatchFailed(e.to_string())),
-                });
+        let max_entry = self.wal.max_entry_size();
+        // Mini-batches: operations in order, while their cells fit one WAL entry.
+        let mut mini: Option<(CheckedWrite, Vec<usize>, Durability)> = None;
+        for (i, write, durability) in valid {
+            match &mut mini {
+                Some((joined, members, joined_durability))
+                    if joined.can_join(&write, max_entry) =>
+                {
+                    joined.join(write);
+                    members.push(i);
+                    // As durable as its most demanding operation.
+                    *joined_durability = (*joined_durability).max(durability);
+                }
+                _ => {
+                    if let Some(done) = mini.take() {
+                        self.apply_mini_batch(done, &mut statuses);
+                    }
+                    mini = Some((write, vec![i], durability));
+                }
             }
+        }
+        if let Some(done) = mini {
+            self.apply_mini_batch(done, &mut statuses);
         }
         statuses.into_iter().map(|s| s.unwrap_or(Ok(()))).collect()
+    }
+
+    fn apply_mini_batch(
+        &self,
+        (write, members, durability): (CheckedWrite, Vec<usize>, Durability),
+        statuses: &mut [Option<Result<(), RegionError>>],
+    ) {
+        let outcome = self.apply(write, durability);
+        for i in members {
+            statuses[i] = Some(match &outcome {
+                Ok(_) => Ok(()),
+                Err(e) => Err(RegionError::BatchFailed(e.to_string())),
+            });
+        }
     }
 
     /// Takes one row's exclusive lock (read-modify-write, atomic row mutations) and starts the
@@ -187,24 +210,16 @@ impl Region {
         Ok((guard, timings))
     }
 
-    pub(super) fn check_families(&self, cells: &[Cell]) -> Result<(), RegionError> {
-        match cells.iter().find(|c| !self.stores.contains_key(c.family())) {
-            Some(cell) => Err(RegionError::NoSuchFamily {
-                family: escape_bytes(cell.family()),
-                region: self.id,
-            }),
-            None => Ok(()),
-        }
-    }
-
     /// The write path after the row locks: timestamps, MVCC + WAL, sync, memstore, visible.
+    /// Takes only a [`CheckedWrite`]: nothing reaches the WAL unchecked.
     pub(super) fn write_locked(
         &self,
-        mut cells: Vec<Cell>,
+        write: CheckedWrite,
         durability: Durability,
         mut timings: WriteTimings,
         rows: RowLockGuard<'_>,
     ) -> Result<WriteTimings, RegionError> {
+        let mut cells = write.into_cells();
         // Timestamps only once the locks are held: a later write to a row never gets an
         // earlier server timestamp.
         let now = self.server_time();
@@ -214,6 +229,10 @@ impl Region {
             }
         }
         let _updates = self.updates.read();
+        // Under the updates lock: a closing region takes it exclusively once, after which no
+        // write can start, and every write that started has finished.
+        self.check_open(true)?;
+        let durability = self.resolve_durability(durability);
         let step = Instant::now();
         let (entry, pending) = {
             let _span = span!(DEBUG, "wal.append", cells = cells.len());
@@ -227,8 +246,7 @@ impl Region {
                     write_time_ms: now,
                     cells: cells.clone(),
                 };
-                self.wal
-                    .enqueue(&wal_entry, durability.resolve(self.default_durability))
+                self.wal.enqueue(&wal_entry, durability)
             })
         };
         timings.wal_append = step.elapsed();

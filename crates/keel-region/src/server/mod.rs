@@ -1,0 +1,656 @@
+//! [`RegionServer`]: the embedded store's front door — one WAL shared by every region, a
+//! persisted table catalog, and [`Table`] handles. One region per table for now; the catalog
+//! records each table's region id so that splitting can come without a format change.
+//!
+//! Layout of a store's directory: `CATALOG` (the tables), `wal/` (the shared log) and
+//! `data/<region id>/` per region (its `MANIFEST` and a directory per family, named by the hex
+//! of the family's name). Nothing a client names becomes a path.
+//!
+//! Opening: the catalog, the WAL, every enabled table's region (manifest and store files),
+//! then one pass over the WAL replays the unflushed edits of every region that has any. A
+//! region that cannot open is marked failed ([`TableState::FailedOpen`], HBase's
+//! `FAILED_OPEN`) and the others serve. Directories in `data/` that the catalog does not name
+//! are what a table operation interrupted by a crash left, and are removed. Every region the
+//! WAL holds edits of that is not served and has nothing left to replay (a deleted table's, a
+//! disabled one's) is closed to the WAL, so its edits keep no segment alive.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use keel_cell::Cell;
+use keel_fs::{FileSystem, StdFs};
+use keel_wal::{ReplayOptions, Wal};
+use parking_lot::{Mutex, RwLock};
+
+use crate::catalog::{Catalog, TableEntry};
+use crate::error::{RegionError, io};
+use crate::limits::MemoryAccount;
+use crate::manifest::Manifest;
+use crate::matcher::ReadQuery;
+use crate::region::{BlockReads, Durability, FamilyOptions, Region, WriteTimings};
+use crate::trace::event;
+
+mod admin;
+mod housekeeping;
+mod options;
+
+pub use admin::TableOptions;
+use housekeeping::Housekeeping;
+use keel_blockcache::{BucketCache, CacheStats};
+pub use options::{BlockCacheKind, ServerOptions, ServerStats};
+
+/// What a table is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableState {
+    /// Its region is open: it serves reads and writes.
+    Enabled,
+    /// Disabled: it serves nothing until enabled.
+    Disabled,
+    /// Enabled in the catalog, but its region could not be opened at start (HBase's
+    /// `FAILED_OPEN`). Calls to it fail with [`RegionError::FailedOpen`]; enabling it again
+    /// retries the open, disabling it stops the attempts.
+    FailedOpen {
+        /// Why it failed.
+        reason: String,
+    },
+}
+
+/// A table's region, as served now.
+pub(crate) enum Serving {
+    Open(Arc<Region>),
+    Disabled,
+    FailedOpen(String),
+}
+
+pub(crate) struct Hosted {
+    pub(crate) entry: TableEntry,
+    pub(crate) serving: Serving,
+}
+
+impl Hosted {
+    pub(crate) fn region(&self) -> Option<&Arc<Region>> {
+        match &self.serving {
+            Serving::Open(region) => Some(region),
+            _ => None,
+        }
+    }
+}
+
+/// The tables a server hosts, by name.
+pub(crate) type Tables = Arc<RwLock<BTreeMap<String, Hosted>>>;
+
+/// An embedded store serving tables from one directory.
+pub struct RegionServer {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    options: ServerOptions,
+    wal: Arc<Wal>,
+    reads: BlockReads,
+    /// The block cache as a bucket cache, when it is one.
+    bucket: Option<Arc<BucketCache>>,
+    /// Held only to look a table up or to swap its entry: never across I/O.
+    tables: Tables,
+    /// The catalog as committed. Every table operation holds it from start to end, which makes
+    /// them one at a time; reads and writes never take it.
+    catalog: Mutex<Catalog>,
+    account: Arc<MemoryAccount>,
+    housekeeping: Mutex<Option<Housekeeping>>,
+}
+
+impl std::fmt::Debug for RegionServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegionServer")
+            .field("dir", &self.dir)
+            .field("tables", &self.list_tables())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A table's handle: reads and writes go to its region.
+#[derive(Debug, Clone)]
+pub struct Table {
+    name: String,
+    region: Arc<Region>,
+}
+
+impl RegionServer {
+    /// Opens (creating if needed) the store in `dir` on the local file system.
+    pub fn open(
+        dir: impl AsRef<Path>,
+        options: ServerOptions,
+    ) -> Result<RegionServer, RegionError> {
+        RegionServer::open_on(Arc::new(StdFs), dir.as_ref(), options)
+    }
+
+    /// Opens the store in `dir` on `fs` (see the module's documentation for what that does).
+    /// Fails only if the store as a whole cannot open (its catalog or WAL); a table whose
+    /// region cannot open is marked [`TableState::FailedOpen`] instead.
+    pub fn open_on(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        options: ServerOptions,
+    ) -> Result<RegionServer, RegionError> {
+        options.check_memory()?;
+        fs.create_dir_durable(dir)
+            .map_err(|e| io("create directory", dir, e))?;
+        let catalog = Catalog::load(&*fs, dir)?;
+        let wal = Arc::new(Wal::open(
+            Arc::clone(&fs),
+            &dir.join("wal"),
+            options.wal.clone(),
+        )?);
+        let data = dir.join("data");
+        fs.create_dir_durable(&data)
+            .map_err(|e| io("create directory", &data, e))?;
+        let (reads, bucket) = if options.block_cache_bytes == 0 {
+            (BlockReads::Direct, None)
+        } else {
+            let (cache, bucket) = options::block_cache(&options)?;
+            (BlockReads::Cached(cache), bucket)
+        };
+        let high = options.global_memstore_bytes;
+        let low = (high as f64 * options.global_memstore_low_fraction) as u64;
+        let account = MemoryAccount::new(high, low, options.memory_wait_timeout);
+        let server = RegionServer {
+            fs,
+            dir: dir.to_path_buf(),
+            options,
+            wal,
+            reads,
+            bucket,
+            tables: Arc::new(RwLock::new(BTreeMap::new())),
+            catalog: Mutex::new(catalog.clone()),
+            account,
+            housekeeping: Mutex::new(None),
+        };
+        server.remove_orphans(&catalog);
+        server.open_regions(&catalog);
+        server.close_unhosted_regions(&catalog);
+        let housekeeping = Housekeeping::start(
+            Arc::downgrade(&server.tables),
+            Arc::downgrade(&server.wal),
+            server.options.clone(),
+            Arc::clone(&server.account),
+        )
+        .map_err(|e| io("start flusher and compaction threads", dir, e))?;
+        *server.housekeeping.lock() = Some(housekeeping);
+        Ok(server)
+    }
+
+    /// Opens every enabled table's region: each loads its files, then one pass over the WAL
+    /// replays the edits of all that need it. Failures mark the table failed, nothing more.
+    fn open_regions(&self, catalog: &Catalog) {
+        let mut loaded = Vec::new();
+        let mut tables = self.tables.write();
+        for entry in &catalog.tables {
+            let serving = if !entry.enabled {
+                Serving::Disabled
+            } else {
+                match self.load_region(entry) {
+                    Ok(region) => {
+                        loaded.push((entry.name.clone(), region));
+                        continue;
+                    }
+                    Err(e) => self.failed(entry, e.to_string()),
+                }
+            };
+            tables.insert(
+                entry.name.clone(),
+                Hosted {
+                    entry: entry.clone(),
+                    serving,
+                },
+            );
+        }
+        let replay_failure = self
+            .replay(loaded.iter().map(|(_, r)| r))
+            .err()
+            .map(|e| format!("WAL replay failed: {e}"));
+        for (name, region) in loaded {
+            let Some(entry) = catalog.tables.iter().find(|t| t.name == name) else {
+                continue;
+            };
+            let serving = match (&replay_failure, region.needs_replay()) {
+                (Some(reason), true) => self.failed(entry, reason.clone()),
+                _ => match region.finish_open() {
+                    Ok(()) => Serving::Open(Arc::new(region)),
+                    Err(e) => self.failed(entry, e.to_string()),
+                },
+            };
+            tables.insert(
+                name,
+                Hosted {
+                    entry: entry.clone(),
+                    serving,
+                },
+            );
+        }
+    }
+
+    fn failed(&self, entry: &TableEntry, reason: String) -> Serving {
+        event!(
+            ERROR,
+            table = %entry.name,
+            region = entry.region_id,
+            reason = %reason,
+            "region failed to open; the table is FAILED_OPEN and the others serve"
+        );
+        let _ = entry;
+        Serving::FailedOpen(reason)
+    }
+
+    /// One pass over the WAL for every region in `regions` that has edits above its flushed
+    /// point.
+    fn replay<'a>(
+        &self,
+        regions: impl Iterator<Item = &'a Region>,
+    ) -> Result<(), keel_wal::WalError> {
+        let needing: HashMap<u64, &Region> = regions
+            .filter(|r| r.needs_replay())
+            .map(|r| (r.id(), r))
+            .collect();
+        if needing.is_empty() {
+            return Ok(());
+        }
+        let flushed = needing
+            .iter()
+            .map(|(id, r)| (*id, r.flushed_sequence()))
+            .collect();
+        for entry in self.wal.replay(ReplayOptions {
+            flushed,
+            ..ReplayOptions::default()
+        })? {
+            let entry = entry?;
+            if let Some(region) = needing.get(&entry.region) {
+                region.replay_entry(entry);
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes to the WAL every region it holds edits of that this server does not serve and
+    /// that has nothing to replay: a deleted table's, or a disabled table's whose manifest is
+    /// flushed past its last logged edit. A failed region's edits stay: they are its data.
+    fn close_unhosted_regions(&self, catalog: &Catalog) {
+        let served: HashSet<u64> = self
+            .tables
+            .read()
+            .values()
+            .filter_map(|h| h.region().map(|r| r.id()))
+            .collect();
+        for id in self.wal.logged_regions() {
+            if served.contains(&id) {
+                continue;
+            }
+            let release = match catalog.tables.iter().find(|t| t.region_id == id) {
+                None => true,
+                Some(entry) if !entry.enabled => {
+                    let flushed = Manifest::load(&*self.fs, &self.region_dir(id))
+                        .map(|m| m.flushed)
+                        .unwrap_or(0);
+                    self.wal
+                        .last_sequence_id(id)
+                        .is_none_or(|last| last <= flushed)
+                }
+                Some(_) => false,
+            };
+            if release && let Err(e) = self.wal.close_region(id) {
+                event!(WARN, region = id, error = %e, "closing a region to the WAL failed");
+                let _ = e;
+            }
+        }
+    }
+
+    /// A region's directory: named by its id, never by anything a client chose.
+    fn region_dir(&self, id: u64) -> PathBuf {
+        self.dir.join("data").join(region_dir_name(id))
+    }
+
+    /// The first step of opening a table's region (its files), configured as this server runs
+    /// it.
+    fn load_region(&self, entry: &TableEntry) -> Result<Region, RegionError> {
+        let region = Region::load(
+            Arc::clone(&self.fs),
+            &self.region_dir(entry.region_id),
+            Arc::clone(&self.wal),
+            entry.region_id,
+            entry.families.clone(),
+            self.reads.clone(),
+        )?;
+        Ok(region
+            .with_write_order(self.options.write_order)
+            .with_default_durability(self.effective_durability(entry))
+            .with_limits(self.options.limits)
+            .with_account(Arc::clone(&self.account)))
+    }
+
+    /// Opens a table's region on its own: files, replay (when the WAL has edits for it) and
+    /// the WAL's claim.
+    fn open_region(&self, entry: &TableEntry) -> Result<Arc<Region>, RegionError> {
+        let region = self.load_region(entry)?;
+        self.replay(std::iter::once(&region))?;
+        region.finish_open()?;
+        Ok(Arc::new(region))
+    }
+
+    /// What `UseDefault` writes to a table get: `table_durability`'s override, else the table's
+    /// own, else the server's default.
+    fn effective_durability(&self, entry: &TableEntry) -> Durability {
+        let chosen = self
+            .options
+            .table_durability
+            .get(&entry.name)
+            .copied()
+            .unwrap_or(entry.durability);
+        if chosen == Durability::UseDefault {
+            self.options.default_durability
+        } else {
+            chosen
+        }
+    }
+
+    /// Background flushes that failed (the region stays as it was and is tried again).
+    pub fn flush_failures(&self) -> u64 {
+        self.stats().flush_failures
+    }
+
+    /// Starts a new WAL segment before the next write (HBase's `Admin.rollWALWriter`), so the
+    /// current one can be truncated once its regions flush.
+    pub fn roll_wal(&self) {
+        self.wal.roll();
+    }
+
+    /// Why the WAL refuses every write (a write or sync of it failed), if it does. The server
+    /// keeps serving reads; writes fail until it restarts.
+    pub fn wal_poisoned(&self) -> Option<String> {
+        self.wal.poisoned()
+    }
+
+    /// Tables whose region failed to open, with why.
+    pub fn failed_tables(&self) -> Vec<(String, String)> {
+        self.tables
+            .read()
+            .iter()
+            .filter_map(|(name, h)| match &h.serving {
+                Serving::FailedOpen(reason) => Some((name.clone(), reason.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// What a table is doing.
+    pub fn table_state(&self, name: &str) -> Result<TableState, RegionError> {
+        let tables = self.tables.read();
+        let hosted = tables
+            .get(name)
+            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))?;
+        Ok(match &hosted.serving {
+            Serving::Open(_) => TableState::Enabled,
+            Serving::Disabled => TableState::Disabled,
+            Serving::FailedOpen(reason) => TableState::FailedOpen {
+                reason: reason.clone(),
+            },
+        })
+    }
+
+    /// What `UseDefault` writes to a table get now (its own durability, an override from
+    /// [`ServerOptions::table_durability`], or the server's default).
+    pub fn table_durability(&self, name: &str) -> Result<Durability, RegionError> {
+        self.tables
+            .read()
+            .get(name)
+            .map(|h| self.effective_durability(&h.entry))
+            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))
+    }
+
+    /// The server's counters: global memory, pressure flushes, background failures.
+    pub fn stats(&self) -> ServerStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (blocked_writes, blocked_time) = self.account.blocked();
+        let mut stats = ServerStats {
+            memstore_bytes: self.account.used(),
+            memstore_high: self.account.high(),
+            blocked_writes,
+            blocked_time,
+            ..ServerStats::default()
+        };
+        if let Some(h) = &*self.housekeeping.lock() {
+            let c = &h.shared.counters;
+            stats.pressure_flushes = c.pressure_flushes.load(Relaxed);
+            stats.flush_failures = c.flush_failures.load(Relaxed);
+            stats.small_compactions = c.small_compactions.load(Relaxed);
+            stats.large_compactions = c.large_compactions.load(Relaxed);
+            stats.compaction_failures = c.compaction_failures.load(Relaxed);
+            stats.compaction_throttled = h.shared.throttle.slept();
+        }
+        stats
+    }
+
+    /// The shared block cache's counters (`None` when reads go straight to files).
+    pub fn block_cache_stats(&self) -> Option<CacheStats> {
+        match &self.reads {
+            BlockReads::Direct => None,
+            BlockReads::Cached(cache) => Some(cache.stats()),
+        }
+    }
+
+    /// The shared block cache's id-lock pool counters (HBASE-17747; `None` without a cache): a
+    /// bucket cache's slot locks, taken by every read; an LRU cache's load locks, taken on
+    /// misses.
+    pub fn block_cache_lock_stats(&self) -> Option<keel_blockcache::IdLockStats> {
+        if let Some(bucket) = &self.bucket {
+            return Some(bucket.slot_locks().stats());
+        }
+        match &self.reads {
+            BlockReads::Direct => None,
+            BlockReads::Cached(cache) => Some(cache.id_locks().stats()),
+        }
+    }
+
+    /// The block cache's capacity in bytes (0: reads go straight to files).
+    pub fn block_cache_capacity(&self) -> u64 {
+        match &self.reads {
+            BlockReads::Direct => 0,
+            BlockReads::Cached(_) => self.options.block_cache_bytes,
+        }
+    }
+
+    /// The shared WAL's counters and histograms.
+    pub fn wal_stats(&self) -> keel_wal::WalStats {
+        self.wal.stats()
+    }
+
+    /// WAL segments closed and not yet removed (the open one is not counted).
+    pub fn wal_closed_segments(&self) -> usize {
+        self.wal.closed_segments()
+    }
+
+    /// Queues a compaction of `table` on the background pools, as HBase's `Admin.compact` and
+    /// `majorCompact` do: it runs throttled, off the caller's thread. (`Table::compact` and
+    /// `Table::major_compact` run one at once instead.)
+    pub fn request_compaction(&self, table: &str, major: bool) -> Result<(), RegionError> {
+        let region = self.table(table)?.region;
+        if let Some(housekeeping) = &*self.housekeeping.lock() {
+            housekeeping.shared.request_compaction(&region, major);
+        }
+        Ok(())
+    }
+
+    /// A table's column families, as created (enabled or not).
+    pub fn table_families(&self, name: &str) -> Result<Vec<FamilyOptions>, RegionError> {
+        self.tables
+            .read()
+            .get(name)
+            .map(|h| h.entry.families.clone())
+            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))
+    }
+
+    /// Whether a table is enabled (in the catalog: a table whose region failed to open is).
+    pub fn is_table_enabled(&self, name: &str) -> Result<bool, RegionError> {
+        self.tables
+            .read()
+            .get(name)
+            .map(|h| h.entry.enabled)
+            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))
+    }
+
+    /// Every table, sorted by name.
+    pub fn list_tables(&self) -> Vec<String> {
+        self.tables.read().keys().cloned().collect()
+    }
+
+    /// A handle on an enabled table.
+    pub fn table(&self, name: &str) -> Result<Table, RegionError> {
+        let tables = self.tables.read();
+        let hosted = tables
+            .get(name)
+            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))?;
+        match &hosted.serving {
+            Serving::Open(region) => Ok(Table {
+                name: name.to_string(),
+                region: Arc::clone(region),
+            }),
+            Serving::Disabled => Err(RegionError::TableDisabled(name.to_string())),
+            Serving::FailedOpen(reason) => Err(RegionError::FailedOpen {
+                table: name.to_string(),
+                reason: reason.clone(),
+            }),
+        }
+    }
+
+    /// Flushes every table and closes the WAL. Handles still held keep their regions alive
+    /// but can no longer write.
+    pub fn close(self) -> Result<(), RegionError> {
+        if let Some(mut housekeeping) = self.housekeeping.lock().take() {
+            housekeeping.stop();
+        }
+        let regions: Vec<Arc<Region>> = self
+            .tables
+            .read()
+            .values()
+            .filter_map(|h| h.region().cloned())
+            .collect();
+        for region in &regions {
+            region.flush()?;
+        }
+        drop(regions);
+        self.tables.write().clear();
+        // If a Table handle still holds the WAL through its region, it closes when that goes.
+        if let Ok(wal) = Arc::try_unwrap(self.wal) {
+            wal.close()?;
+        }
+        Ok(())
+    }
+}
+
+/// `data/<this>`: a region's directory name, its id in 20 digits.
+fn region_dir_name(id: u64) -> String {
+    format!("{id:020}")
+}
+
+/// The region id a directory name in `data/` stands for, if it is one.
+fn region_id_of(name: &str) -> Option<u64> {
+    (name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| name.parse().ok())
+        .flatten()
+}
+
+impl Table {
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The table's region (all of it, for now).
+    pub fn region(&self) -> &Region {
+        &self.region
+    }
+
+    /// Puts one value at the server's time, at the default durability.
+    pub fn put(
+        &self,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        value: &[u8],
+    ) -> Result<WriteTimings, RegionError> {
+        let cell = Cell::put(
+            Bytes::copy_from_slice(row),
+            Bytes::copy_from_slice(family),
+            Bytes::copy_from_slice(qualifier),
+            keel_cell::LATEST_TIMESTAMP,
+            Bytes::copy_from_slice(value),
+        )
+        .map_err(|e| RegionError::BadCell(e.to_string()))?;
+        self.mutate(vec![cell], Durability::UseDefault)
+    }
+
+    /// Applies puts and deletes atomically at `durability` (`UseDefault`: the server's).
+    pub fn mutate(
+        &self,
+        cells: Vec<Cell>,
+        durability: Durability,
+    ) -> Result<WriteTimings, RegionError> {
+        self.region.mutate(cells, durability)
+    }
+
+    /// The row's cells that `query` selects.
+    pub fn get(&self, row: &[u8], query: &ReadQuery) -> Result<Vec<Cell>, RegionError> {
+        self.region.get(row, query)
+    }
+
+    /// The rows `scan` selects.
+    pub fn scan(&self, scan: &crate::scan::Scan) -> Result<Vec<Vec<Cell>>, RegionError> {
+        self.region.scan(scan)
+    }
+
+    /// The latest value of one column, if any.
+    pub fn get_value(
+        &self,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+    ) -> Result<Option<Bytes>, RegionError> {
+        Ok(self
+            .region
+            .latest(row, family, qualifier)?
+            .map(|c| c.value().clone()))
+    }
+
+    /// Adds `delta` to a counter and returns the new value, at the default durability.
+    pub fn increment(
+        &self,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        delta: i64,
+    ) -> Result<i64, RegionError> {
+        Ok(self
+            .region
+            .increment(row, family, qualifier, delta, Durability::UseDefault)?
+            .0)
+    }
+
+    /// Merges the store files HBase's exploring policy selects (losslessly); returns how many
+    /// files went away.
+    pub fn compact(&self) -> Result<usize, RegionError> {
+        self.region.compact(
+            &crate::compaction_policy::CompactionPolicy::default(),
+            false,
+        )
+    }
+
+    /// Rewrites all of the table's store files as one per family, dropping deleted, expired and
+    /// excess versions and delete markers; returns how many files went away.
+    pub fn major_compact(&self) -> Result<usize, RegionError> {
+        self.region
+            .compact(&crate::compaction_policy::CompactionPolicy::default(), true)
+    }
+
+    /// Writes the table's memstores to store files.
+    pub fn flush(&self) -> Result<u64, RegionError> {
+        self.region.flush()
+    }
+}
