@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use keel_bufpool::Strategy;
+use keel_region::Durability;
 
 /// Every setting `keel serve` takes, after defaults, file and flags.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,6 +59,16 @@ pub struct Settings {
     pub max_queue_length: Option<usize>,
     /// `hbase.ipc.server.max.callqueue.size`: bytes of queued and running calls (1 GiB).
     pub max_queued_bytes: u64,
+    /// `hbase.wal.hsync` (false): acknowledge writes only after the WAL is fsynced (survives a
+    /// power cut) instead of once written to the OS (survives a process crash), for every table
+    /// that does not choose its own durability.
+    pub wal_hsync: bool,
+    /// Durability per table (`[table.NAME] durability = "FSYNC_WAL"`, or
+    /// `--table-durability NAME=FSYNC_WAL`): HBase's table `DURABILITY`, which Thrift1's
+    /// `createTable` cannot carry.
+    pub table_durability: BTreeMap<String, Durability>,
+    /// `keel.table.max.families` (256): column families a table may have.
+    pub max_families_per_table: usize,
 }
 
 impl Default for Settings {
@@ -83,8 +94,20 @@ impl Default for Settings {
             request_buffers: None,
             max_queue_length: None,
             max_queued_bytes: 1 << 30,
+            wal_hsync: false,
+            table_durability: BTreeMap::new(),
+            max_families_per_table: 256,
         }
     }
+}
+
+/// `NAME=LEVEL` (`--table-durability`): a table and HBase's name for a durability.
+pub fn parse_table_durability(value: &str) -> Result<(String, Durability), String> {
+    let (name, level) = value
+        .rsplit_once('=')
+        .ok_or_else(|| format!("--table-durability {value:?}: expected NAME=LEVEL"))?;
+    keel_region::names::TableName::new(name).map_err(|e| format!("--table-durability: {e}"))?;
+    Ok((name.to_string(), level.parse()?))
 }
 
 /// `keel.status.listen` / `--status-listen`: an address, or `off` for no status port.
@@ -125,9 +148,23 @@ impl Settings {
         })
     }
 
+    /// The durability `USE_DEFAULT` writes get on tables that do not choose one.
+    pub fn default_durability(&self) -> Durability {
+        if self.wal_hsync {
+            Durability::FsyncWal
+        } else {
+            Durability::SyncWal
+        }
+    }
+
     /// Applies a `keel.toml`'s text.
     pub fn apply_toml(&mut self, text: &str) -> Result<(), String> {
-        let table: toml::Table = text.parse().map_err(|e| format!("keel.toml: {e}"))?;
+        let mut table: toml::Table = text.parse().map_err(|e| format!("keel.toml: {e}"))?;
+        // `[table.NAME]` sections are per-table settings: NAME may hold dots, so they are read
+        // before the rest is flattened into dotted keys.
+        if let Some(tables) = table.remove("table") {
+            self.apply_table_sections(&tables)?;
+        }
         let mut keys = BTreeMap::new();
         flatten("", &table, &mut keys);
         for (key, value) in keys {
@@ -197,11 +234,50 @@ impl Settings {
                         .as_bool()
                         .ok_or_else(|| format!("{key}: expected true or false, got {value}"))?;
                 }
+                "hbase.wal.hsync" => {
+                    self.wal_hsync = value
+                        .as_bool()
+                        .ok_or_else(|| format!("{key}: expected true or false, got {value}"))?;
+                }
+                "keel.table.max.families" => self.max_families_per_table = int()? as usize,
                 "keel.server.request.buffers" => {
                     self.request_buffers =
                         Some(string()?.parse().map_err(|e| format!("{key}: {e}"))?);
                 }
                 _ => return Err(format!("keel.toml: unknown key {key}")),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Settings {
+    fn apply_table_sections(&mut self, tables: &toml::Value) -> Result<(), String> {
+        let tables = tables.as_table().ok_or_else(|| {
+            "keel.toml: [table] holds one section per table: [table.NAME]".to_string()
+        })?;
+        for (name, section) in tables {
+            keel_region::names::TableName::new(name)
+                .map_err(|e| format!("keel.toml: [table.{name}]: {e}"))?;
+            let section = section
+                .as_table()
+                .ok_or_else(|| format!("keel.toml: table.{name} must be a section"))?;
+            for (key, value) in section {
+                match key.as_str() {
+                    "durability" => {
+                        let level = value
+                            .as_str()
+                            .ok_or_else(|| format!("table.{name}.durability: expected a string"))?
+                            .parse()
+                            .map_err(|e| format!("table.{name}.durability: {e}"))?;
+                        self.table_durability.insert(name.clone(), level);
+                    }
+                    other => {
+                        return Err(format!(
+                            "keel.toml: unknown key table.{name}.{other} (a table section takes durability)"
+                        ));
+                    }
+                }
             }
         }
         Ok(())
@@ -281,5 +357,45 @@ mod tests {
             "{wrong}"
         );
         assert!(Settings::default().apply_toml("not toml [").is_err());
+    }
+
+    #[test]
+    fn durability_for_the_server_and_per_table() {
+        let mut s = Settings::default();
+        assert_eq!(s.default_durability(), Durability::SyncWal);
+        s.apply_toml(
+            r#"
+            "hbase.wal.hsync" = true
+            [table.orders]
+            durability = "FSYNC_WAL"
+            [table."a.b"]
+            durability = "async_wal"
+            "#,
+        )
+        .expect("valid");
+        assert_eq!(s.default_durability(), Durability::FsyncWal);
+        assert_eq!(s.table_durability["orders"], Durability::FsyncWal);
+        assert_eq!(s.table_durability["a.b"], Durability::AsyncWal);
+        for (bad, says) in [
+            (
+                "[table.\"..\"]\ndurability = \"SYNC_WAL\"",
+                "first character",
+            ),
+            (
+                "[table.t]\ndurability = \"SOMETIMES\"",
+                "unknown durability",
+            ),
+            ("[table.t]\nversions = 3", "unknown key table.t.versions"),
+            ("\"hbase.wal.hsync\" = 1", "hbase.wal.hsync"),
+        ] {
+            let err = Settings::default().apply_toml(bad).expect_err(bad);
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+        assert_eq!(
+            parse_table_durability("t=FSYNC_WAL"),
+            Ok(("t".to_string(), Durability::FsyncWal))
+        );
+        assert!(parse_table_durability("../t=FSYNC_WAL").is_err());
+        assert!(parse_table_durability("t").is_err());
     }
 }

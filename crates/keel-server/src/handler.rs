@@ -1,5 +1,5 @@
 //! The `Hbase` service's semantics on keel-region, as Apache's `ThriftHBaseServiceHandler`
-//! behaves (`../shared/research/thrift1-interface.md`, "Semantics clients rely on"): one
+//! behaves (`docs/server.md` lists each method's rules): one
 //! [`Call`] in, one [`Reply`] or [`HbaseError`] out. Transport-free, so every rule is tested
 //! without a socket.
 
@@ -361,6 +361,18 @@ impl Handler {
         families: &[ColumnDescriptor],
     ) -> Result<Reply, HbaseError> {
         let name = text(table, "the table name")?;
+        // Refused before a family is even built: the request may name millions.
+        let max = self.server.max_families_per_table();
+        if families.len() > max {
+            return Err(illegal(
+                RegionError::TooManyFamilies {
+                    table: name,
+                    count: families.len(),
+                    max,
+                }
+                .to_string(),
+            ));
+        }
         let mut options = Vec::with_capacity(families.len());
         for d in families {
             let family = columns::parse(&d.name).family;

@@ -101,6 +101,17 @@ struct Serve {
     /// `hbase.ipc.server.max.callqueue.size`, bytes (1 GiB).
     #[arg(long)]
     max_queued_bytes: Option<u64>,
+    /// `hbase.wal.hsync` (false): acknowledge writes after the WAL's fsync (survives a power
+    /// cut) rather than once written to the OS (survives a process crash).
+    #[arg(long)]
+    wal_hsync: Option<bool>,
+    /// A table's durability, `NAME=LEVEL` with HBase's levels (SKIP_WAL, ASYNC_WAL, SYNC_WAL,
+    /// FSYNC_WAL); repeatable. The `[table.NAME]` section of keel.toml does the same.
+    #[arg(long, value_name = "NAME=LEVEL", value_parser = keel_server::config::parse_table_durability)]
+    table_durability: Vec<(String, keel_region::Durability)>,
+    /// `keel.table.max.families` (256).
+    #[arg(long)]
+    max_families: Option<usize>,
 }
 
 fn settings(args: &Serve) -> Result<Settings, String> {
@@ -115,6 +126,9 @@ fn settings(args: &Serve) -> Result<Settings, String> {
     }
     if let Some(v) = &args.status_listen {
         s.status_listen = keel_server::config::parse_status_listen(v)?;
+    }
+    for (name, level) in &args.table_durability {
+        s.table_durability.insert(name.clone(), *level);
     }
     // Each flag given replaces the setting (converted `via` a function where units differ).
     macro_rules! flags {
@@ -145,6 +159,8 @@ fn settings(args: &Serve) -> Result<Settings, String> {
         request_buffers => request_buffers via Some,
         max_queue_length => max_queue_length via Some,
         max_queued_bytes => max_queued_bytes,
+        wal_hsync => wal_hsync,
+        max_families => max_families_per_table,
     }
     Ok(s)
 }
@@ -155,6 +171,9 @@ fn serve(args: &Serve) -> Result<(), String> {
     store_options.limits.flush_size = s.flush_size;
     store_options.limits.block_multiplier = s.block_multiplier;
     store_options.limits.blocking_store_files = s.blocking_store_files;
+    store_options.default_durability = s.default_durability();
+    store_options.table_durability = s.table_durability.clone();
+    store_options.max_families_per_table = s.max_families_per_table;
     let store = Arc::new(
         RegionServer::open(&s.data_dir, store_options)
             .map_err(|e| format!("cannot open {}: {e}", s.data_dir.display()))?,
@@ -218,6 +237,7 @@ fn serve(args: &Serve) -> Result<(), String> {
         idle_timeout = ?s.idle_timeout,
         max_open_scanners = s.max_open_scanners,
         request_buffers = %s.buffer_strategy(),
+        durability = %s.default_durability(),
         "keel serving (Thrift1: buffered or framed, binary or compact)"
     );
     let _ = stop_rx.recv();

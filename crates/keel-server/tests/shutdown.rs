@@ -3,73 +3,16 @@
 //! restart — and the process exits 0. It also reads its settings from a `keel.toml`. And a
 //! SIGKILL under a happybase-style write load loses no acknowledged write.
 
-use std::process::{Command, Stdio};
+mod common;
+
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use common::{b, connect, start, write_config};
 use keel_thrift::Client;
 use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Mutation, Reply};
 use keel_thrift::transport::{Protocol, Transport};
-
-fn b(s: &str) -> Bytes {
-    Bytes::copy_from_slice(s.as_bytes())
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("address").port()
-}
-
-/// The server process, killed if the test ends early (a failed assertion leaves nothing
-/// running).
-struct Running(std::process::Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start(config: &std::path::Path) -> Running {
-    Running(
-        Command::new(env!("CARGO_BIN_EXE_keel"))
-            // Tests run side by side: no fixed status port.
-            .args(["serve", "--status-listen", "127.0.0.1:0", "--config"])
-            .arg(config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("keel serve starts"),
-    )
-}
-
-fn connect(port: u16) -> Client {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(c) = Client::connect(("127.0.0.1", port), Transport::Framed, Protocol::Binary) {
-            return c;
-        }
-        assert!(Instant::now() < deadline, "keel serve never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A `keel.toml` in `dir` with its data under `dir/data`, a free port, and `extra` lines;
-/// returns the port and the file.
-fn write_config(dir: &std::path::Path, extra: &str) -> (u16, std::path::PathBuf) {
-    let port = free_port();
-    let config = dir.join("keel.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "\"keel.data.dir\" = \"{}\"\n\"hbase.regionserver.thrift.port\" = {port}\n{extra}",
-            dir.join("data").display()
-        ),
-    )
-    .expect("config");
-    (port, config)
-}
 
 fn create_table(c: &mut Client) {
     c.call(&Call::CreateTable {

@@ -282,3 +282,97 @@ fn only_get_on_three_paths_and_loopback_by_default() {
     stack.status.shutdown();
     stack.thrift.shutdown();
 }
+
+/// What an operator must not miss: a poisoned WAL and a table whose region failed to open are a
+/// banner on the page, series in `/metrics` and fields in `/status.json`.
+#[test]
+fn a_poisoned_wal_and_a_failed_table_are_on_the_page_and_in_metrics() {
+    use keel_fs::{Fault, FaultFs, FileSystem};
+    use keel_region::{Durability, FamilyOptions};
+    let faults = Arc::new(FaultFs::new());
+    let path = std::path::Path::new("/store");
+    {
+        let store =
+            RegionServer::open_on(faults.clone(), path, ServerOptions::default()).expect("open");
+        for name in ["ok", "broken"] {
+            store
+                .create_table(name, vec![FamilyOptions::new("cf")])
+                .expect("create");
+        }
+        store.close().expect("close");
+    }
+    // Damage table "broken" (region 2), then reopen: it fails alone.
+    let manifest = path
+        .join("data")
+        .join(format!("{:020}", 2))
+        .join("MANIFEST");
+    let file = faults.create(&manifest).expect("create");
+    file.append(b"garbage").expect("write");
+    let store = Arc::new(
+        RegionServer::open_on(faults.clone(), path, ServerOptions::default()).expect("open"),
+    );
+    let table = store.table("ok").expect("ok");
+    faults.inject(Fault::fail_sync(1).on_path("wal"));
+    let cell = keel_cell::Cell::put("r", "cf", "q", 1, "v").expect("cell");
+    assert!(table.mutate(vec![cell], Durability::FsyncWal).is_err());
+    assert!(store.wal_poisoned().is_some());
+    let handler = Arc::new(Handler::new(Arc::clone(&store), HandlerOptions::default()));
+    let thrift = ThriftServer::start(
+        handler,
+        NetOptions {
+            listen: "127.0.0.1:0".parse().expect("address"),
+            ..NetOptions::default()
+        },
+    )
+    .expect("thrift");
+    let status = StatusServer::start(
+        store,
+        thrift.observer(),
+        &StatusOptions {
+            listen: "127.0.0.1:0".parse().expect("address"),
+            ..StatusOptions::default()
+        },
+    )
+    .expect("status");
+    let (_, _, page) = http(status.local_addr(), "GET", "/");
+    assert!(page.contains("id=\"wal-poisoned\""), "no WAL banner");
+    assert!(
+        page.contains("data-failed-table=\"broken\""),
+        "no failed-table banner"
+    );
+    let scrape = metrics(status.local_addr());
+    let gauge = |name: &str, table: Option<&str>| {
+        scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == name && table.is_none_or(|t| s.labels.get("table") == Some(t)))
+            .map(|s| match s.value {
+                prometheus_parse::Value::Gauge(v) => v,
+                ref other => panic!("{name}: {other:?}"),
+            })
+    };
+    assert_eq!(gauge("keel_wal_poisoned", None), Some(1.0));
+    assert_eq!(gauge("keel_table_failed_open", Some("broken")), Some(1.0));
+    assert_eq!(gauge("keel_table_failed_open", Some("ok")), None);
+    let (_, _, json) = http(status.local_addr(), "GET", "/status.json");
+    let json: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert!(
+        json["wal"]["poisoned"]
+            .as_str()
+            .is_some_and(|c| c.contains("sync"))
+    );
+    let broken = json["tables"]
+        .as_array()
+        .expect("tables")
+        .iter()
+        .find(|t| t["name"] == "broken")
+        .expect("broken");
+    assert_eq!(broken["state"], "failed_open");
+    assert!(
+        broken["failure"]
+            .as_str()
+            .is_some_and(|f| f.contains("MANIFEST"))
+    );
+    status.shutdown();
+    thrift.shutdown();
+}

@@ -351,6 +351,11 @@ impl RegionServer {
         }
     }
 
+    /// Column families a table may have (`ServerOptions::max_families_per_table`).
+    pub fn max_families_per_table(&self) -> usize {
+        self.options.max_families_per_table
+    }
+
     /// Background flushes that failed (the region stays as it was and is tried again).
     pub fn flush_failures(&self) -> u64 {
         self.stats().flush_failures

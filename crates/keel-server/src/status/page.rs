@@ -78,7 +78,8 @@ table{border-collapse:collapse}td,th{padding:3px 10px;text-align:right;border-bo
 th{background:#f4f6f8}td:first-child,th:first-child{text-align:left}.muted{color:#667}\
 .cards{display:flex;gap:24px;flex-wrap:wrap}.card{border:1px solid #dde3ea;padding:8px 12px;border-radius:4px}\
 .big{font-size:20px;font-weight:600}.bar{background:#eef1f4;width:240px;height:10px}\
-.bar div{background:#2a6fb0;height:10px}";
+.bar div{background:#2a6fb0;height:10px}\
+.alarm{background:#fdecea;border:1px solid #c62828;color:#8e1c1c;padding:8px 12px;margin:12px 0;border-radius:4px}";
 
 fn row(cells: &[String]) -> String {
     let mut out = String::from("<tr>");
@@ -143,6 +144,15 @@ fn tables(out: &mut String, s: &Snapshot) {
         "Compactions",
     ]));
     for t in &s.tables {
+        if t.regions.is_empty() {
+            let _ = write!(
+                out,
+                "<tr data-table=\"{name}\"><td>{name}</td><td>–</td><td>{}</td><td colspan=\"7\" class=\"muted\">{}</td></tr>",
+                t.state.replace('_', " "),
+                h(t.failure.as_deref().unwrap_or("not serving")),
+                name = h(&t.name),
+            );
+        }
         for r in &t.regions {
             let _ = write!(
                 out,
@@ -303,6 +313,27 @@ fn storage(out: &mut String, s: &Snapshot) {
     );
 }
 
+/// What an operator must see first: a WAL that refuses writes, tables that cannot open.
+fn alarms(out: &mut String, s: &Snapshot) {
+    if let Some(cause) = &s.wal.poisoned {
+        let _ = write!(
+            out,
+            "<div class=\"alarm\" id=\"wal-poisoned\"><strong>The WAL is poisoned:</strong> {}. \
+             Every write is refused until the server restarts; reads still work.</div>",
+            h(cause)
+        );
+    }
+    for t in s.tables.iter().filter(|t| t.state == "failed_open") {
+        let _ = write!(
+            out,
+            "<div class=\"alarm\" data-failed-table=\"{name}\"><strong>Table {name} failed to open:</strong> {}. \
+             It serves nothing until repaired and enabled again; the other tables serve.</div>",
+            h(t.failure.as_deref().unwrap_or("")),
+            name = h(&t.name),
+        );
+    }
+}
+
 /// The whole page.
 pub(super) fn render(s: &Snapshot) -> String {
     let mut out = format!(
@@ -314,6 +345,7 @@ pub(super) fn render(s: &Snapshot) -> String {
         s.server.uptime_s,
         h(&s.server.listen),
     );
+    alarms(&mut out, s);
     trends(&mut out, &s.history);
     tables(&mut out, s);
     executor(&mut out, s);

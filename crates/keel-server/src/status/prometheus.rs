@@ -377,6 +377,20 @@ fn write_store(e: &mut Exposition, s: &Snapshot) {
     for (name, kind, help, v) in wal {
         e.single(name, kind, help, v);
     }
+    e.single(
+        "keel_wal_poisoned",
+        "gauge",
+        "1 when the WAL refuses every write after a failed write or sync (until restart).",
+        f64::from(u8::from(w.poisoned.is_some())),
+    );
+    e.family(
+        "keel_table_failed_open",
+        "gauge",
+        "1 for each table whose region failed to open (HBase's FAILED_OPEN).",
+    );
+    for t in s.tables.iter().filter(|t| t.state == "failed_open") {
+        e.sample("keel_table_failed_open", &[("table", &t.name)], 1.0);
+    }
     let m = &s.memstore;
     e.single(
         "keel_memstore_bytes",

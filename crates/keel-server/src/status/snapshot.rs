@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use keel_region::RegionServer;
+use keel_region::{RegionServer, TableState};
 use serde::Serialize;
 
 use super::history::Sample;
@@ -51,8 +51,14 @@ pub struct ServerInfo {
 pub struct TableStatus {
     /// Its name.
     pub name: String,
-    /// Enabled (serving) or disabled.
+    /// Enabled in the catalog (a table whose region failed to open is).
     pub enabled: bool,
+    /// `enabled`, `disabled` or `failed_open` (HBase's `FAILED_OPEN`: its region could not open).
+    pub state: &'static str,
+    /// Why its region failed to open, when it did.
+    pub failure: Option<String>,
+    /// What `USE_DEFAULT` writes to it get (`SYNC_WAL`, `FSYNC_WAL`, …).
+    pub durability: String,
     /// Its regions (one, today).
     pub regions: Vec<RegionStatus>,
 }
@@ -200,6 +206,8 @@ pub struct WalStatus {
     pub rolls: u64,
     /// Closed segments still on disk.
     pub closed_segments: usize,
+    /// Why the WAL refuses every write (a write or sync failed), if it does.
+    pub poisoned: Option<String>,
 }
 
 /// Memstores across the server.
@@ -273,9 +281,21 @@ pub(super) fn collect(
                 .table(&name)
                 .map(|t| vec![region_status(t.region())])
                 .unwrap_or_default();
+            let (state, failure) = match store.table_state(&name) {
+                Ok(TableState::Enabled) => ("enabled", None),
+                Ok(TableState::Disabled) | Err(_) => ("disabled", None),
+                Ok(TableState::FailedOpen { reason }) => ("failed_open", Some(reason)),
+            };
+            let durability = store
+                .table_durability(&name)
+                .map(|d| d.to_string())
+                .unwrap_or_default();
             TableStatus {
                 name,
                 enabled,
+                state,
+                failure,
+                durability,
                 regions,
             }
         })
@@ -346,6 +366,7 @@ pub(super) fn collect(
             sync_latency_p99_us: micros(wal.sync_latency_p99),
             rolls: wal.rolls,
             closed_segments: store.wal_closed_segments(),
+            poisoned: store.wal_poisoned(),
         },
         memstore: MemstoreStatus {
             bytes: stats.memstore_bytes,

@@ -1,17 +1,79 @@
 //! The tests' shared helpers: the handler fixture (a store with table `t`: families `cf`, 3
 //! versions, and `cf2`, 1 version, behind a [`Handler`]) with helpers to write and read it, and
-//! [`serve`], a server over TCP on a fresh store.
+//! [`serve`], a server over TCP on a fresh store, and [`start`], `keel serve` as a child process.
 
 #![allow(dead_code, reason = "each test file uses some of these")]
 
+use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use keel_region::{RegionServer, ServerOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
+use keel_thrift::Client;
 use keel_thrift::hbase::{
     BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TRowResult,
 };
+use keel_thrift::transport::{Protocol, Transport};
+
+// A `keel serve` child process, for tests that kill it or read its settings from a file.
+
+pub(crate) fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
+}
+
+/// The server process, killed if the test ends early (a failed assertion leaves nothing
+/// running).
+pub(crate) struct Running(pub(crate) std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub(crate) fn start(config: &std::path::Path) -> Running {
+    Running(
+        Command::new(env!("CARGO_BIN_EXE_keel"))
+            // Tests run side by side: no fixed status port.
+            .args(["serve", "--status-listen", "127.0.0.1:0", "--config"])
+            .arg(config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("keel serve starts"),
+    )
+}
+
+pub(crate) fn connect(port: u16) -> Client {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(c) = Client::connect(("127.0.0.1", port), Transport::Framed, Protocol::Binary) {
+            return c;
+        }
+        assert!(Instant::now() < deadline, "keel serve never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A `keel.toml` in `dir` with its data under `dir/data`, a free port, and `extra` lines;
+/// returns the port and the file.
+pub(crate) fn write_config(dir: &std::path::Path, extra: &str) -> (u16, std::path::PathBuf) {
+    let port = free_port();
+    let config = dir.join("keel.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "\"keel.data.dir\" = \"{}\"\n\"hbase.regionserver.thrift.port\" = {port}\n{extra}",
+            dir.join("data").display()
+        ),
+    )
+    .expect("config");
+    (port, config)
+}
 
 /// A server on a fresh store in `dir`, on an ephemeral loopback port, with `options` otherwise.
 pub(crate) fn serve(dir: &std::path::Path, options: NetOptions) -> ThriftServer {
