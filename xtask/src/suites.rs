@@ -72,6 +72,12 @@ const BENCHES: &[Suite] = &[
         target: "compaction",
     },
     Suite {
+        name: "admin",
+        about: "keel-region: a table's reads while another table with 64 MiB of memstore is disabled vs without",
+        package: "keel-region",
+        target: "admin",
+    },
+    Suite {
         name: "thrift",
         about: "keel-thrift: decoding a mutateRows request, binary and compact, vs the thrift crate",
         package: "keel-thrift",

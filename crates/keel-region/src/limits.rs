@@ -22,6 +22,14 @@ pub struct RegionLimits {
     pub blocking_store_files: usize,
     /// `hbase.hstore.blockingWaitTime`: how long at most a flush is delayed so (90 s).
     pub blocking_wait: Duration,
+    /// `hbase.hregion.preclose.flush.size`: a region closing (its table being disabled) with
+    /// more than this in its memstores first flushes while it still takes writes, so the flush
+    /// under the closed state is small (5 MiB).
+    pub preclose_flush_size: u64,
+    /// Bytes per second that pre-flush may write (Keel's; 50 MiB/s, the compaction throttle's
+    /// lower bound): a table operation is admin work and must not take the CPU and disk that
+    /// reads and writes of other tables need. 0: no limit.
+    pub preclose_flush_bytes_per_sec: u64,
 }
 
 impl Default for RegionLimits {
@@ -31,6 +39,8 @@ impl Default for RegionLimits {
             block_multiplier: 4,
             blocking_store_files: 16,
             blocking_wait: Duration::from_secs(90),
+            preclose_flush_size: 5 << 20,
+            preclose_flush_bytes_per_sec: 50 << 20,
         }
     }
 }

@@ -13,7 +13,8 @@ use std::time::Duration;
 use keel_cell::Cell;
 use keel_fs::{Fault, FaultFs, FileSystem};
 use keel_region::{
-    Durability, FamilyOptions, RegionError, RegionServer, Scan, ServerOptions, TableState,
+    Durability, FamilyOptions, RegionError, RegionLimits, RegionServer, Scan, ServerOptions,
+    TableState,
 };
 
 const DIR: &str = "/store";
@@ -22,6 +23,11 @@ fn options() -> ServerOptions {
     ServerOptions {
         // No background flush may add writes to an operation's count.
         flush_check_interval: Duration::from_secs(3600),
+        // Every disable takes the pre-flush path too.
+        limits: RegionLimits {
+            preclose_flush_size: 0,
+            ..RegionLimits::default()
+        },
         block_cache_bytes: 0,
         ..ServerOptions::default()
     }

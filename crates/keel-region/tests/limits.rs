@@ -214,6 +214,7 @@ fn a_writer_faster_than_flush_and_compaction_is_slowed_and_loses_nothing() {
             block_multiplier: 2,
             blocking_store_files: 6,
             blocking_wait: Duration::from_millis(500),
+            ..RegionLimits::default()
         },
         memory_bytes: 64 << 20,
         global_memstore_bytes: high,

@@ -34,6 +34,7 @@ fn options() -> ServerOptions {
             block_multiplier: 4,
             blocking_store_files: 8,
             blocking_wait: Duration::from_secs(2),
+            ..RegionLimits::default()
         },
         memory_bytes: 64 << 20,
         global_memstore_bytes: HIGH,

@@ -5,18 +5,29 @@ use std::sync::atomic::Ordering;
 
 use super::{CLOSED, CLOSING, OPEN, Region};
 use crate::error::RegionError;
+use crate::limits::{CompactionThroughput, Throttle};
 use crate::trace::span;
 
 impl Region {
-    /// Closes the region: new writes are refused at once ([`RegionError::RegionClosed`]),
-    /// writes already past their checks finish, a compaction in progress stops without
-    /// committing, and a final flush puts every edit in store files. Then the WAL is told that
+    /// Closes the region, as HBase's region close does. With more than
+    /// `limits.preclose_flush_size` in its memstores it first flushes while still taking writes,
+    /// paced at `limits.preclose_flush_bytes_per_sec`. Then new writes are refused
+    /// ([`RegionError::RegionClosed`]), writes already past their checks finish, a compaction
+    /// in progress stops without committing, and a final flush puts every edit in store files. Then the WAL is told that
     /// the region logs nothing more ([`keel_wal::Wal::close_region`]), so its entries keep no
     /// segment alive. Gets and scans that started keep what they hold; new ones are refused.
     /// Returns the flushed sequence id. If the flush fails, the region is open again and the
     /// error is returned; closing a closed region does nothing.
     pub fn close(&self) -> Result<u64, RegionError> {
         let _span = span!(INFO, "region.close", region = self.id);
+        if self.is_open() && self.memstore_size() > self.limits.preclose_flush_size {
+            let pace = self.limits.preclose_flush_bytes_per_sec;
+            let throttle = Throttle::new(CompactionThroughput {
+                lower_bytes_per_sec: pace,
+                upper_bytes_per_sec: pace,
+            });
+            self.flush_paced((pace > 0).then_some(&throttle))?;
+        }
         if self
             .state
             .compare_exchange(OPEN, CLOSING, Ordering::AcqRel, Ordering::Acquire)

@@ -43,6 +43,14 @@ impl Region {
     /// Writes every memstore to a new store file per family and commits them in one manifest
     /// update, then lets the WAL drop what they hold. Returns the flushed sequence id.
     pub fn flush(&self) -> Result<u64, RegionError> {
+        self.flush_paced(None)
+    }
+
+    /// [`Region::flush`], writing its store files no faster than `pace` allows.
+    pub(super) fn flush_paced(
+        &self,
+        pace: Option<&crate::limits::Throttle>,
+    ) -> Result<u64, RegionError> {
         let _span = span!(INFO, "region.flush", region = self.id);
         self.flush_cause.follow();
         let _one_at_a_time = self.flushing.lock();
@@ -76,8 +84,14 @@ impl Region {
             let path = store.dir.join(&file_name);
             let mut writer =
                 StoreFileWriter::create(Arc::clone(&self.fs), &path, store.files_options.clone())?;
+            let mut run = pace.map(crate::limits::Throttle::start);
             for cell in snapshot.scanner() {
                 writer.append(&cell)?;
+                if let Some(run) = &mut run {
+                    let bytes = crate::limits::charge(std::slice::from_ref(&cell));
+                    // A pace is never cancelled: a closing region's flush must finish.
+                    let _ = run.wrote(bytes, || 0.0);
+                }
             }
             writer.finish()?;
             written.push((name.clone(), file_name, path));
