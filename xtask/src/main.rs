@@ -28,8 +28,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Everything CI checks: fmt, tidy, clippy, docs, shuttle models, the seed experiments at
-    /// their smallest, doctests and tests.
+    /// Everything CI checks: fmt, tidy, clippy, docs, shuttle models, the seed experiments and
+    /// the admin benchmark at their smallest, doctests and tests.
     Ci,
     /// Formats the workspace (`--check` only reports).
     Fmt {
@@ -170,6 +170,8 @@ fn ci() -> Result<(), String> {
     suites::model(None, None)?;
     // The seed experiments at their smallest, so they never rot (release builds; seconds to run).
     seeds::seeds("quick")?;
+    // Table operations off the data path (issue 21): its quick run, so the benchmark never rots.
+    suites::bench("admin", true, false)?;
     cmd::test(false)?;
     println!("xtask ci: all steps passed in {:.0?}", started.elapsed());
     Ok(())

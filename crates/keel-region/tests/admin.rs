@@ -177,6 +177,42 @@ fn a_deleted_tables_edits_do_not_pin_the_wal_across_a_restart() {
     );
 }
 
+/// The same with table A disabled rather than deleted: after a restart its flushed edits pin
+/// nothing, and enabling it later finds every row.
+#[test]
+fn a_disabled_tables_edits_do_not_pin_the_wal_across_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = RegionServer::open(dir.path(), options()).expect("open");
+    let a = server
+        .create_table("a", vec![FamilyOptions::new("f")])
+        .expect("a");
+    let b = server
+        .create_table("b", vec![FamilyOptions::new("f")])
+        .expect("b");
+    for i in 0..50 {
+        a.mutate(vec![put(&format!("a{i}"))], Durability::SyncWal)
+            .expect("a");
+        b.mutate(vec![put(&format!("b{i}"))], Durability::SyncWal)
+            .expect("b");
+    }
+    drop(a);
+    server.disable_table("a").expect("disable");
+    b.flush().expect("flush b");
+    drop(b);
+    drop(server);
+    let server = RegionServer::open(dir.path(), options()).expect("reopen");
+    assert_eq!(server.wal_closed_segments(), 0, "no closed segment is kept");
+    server.enable_table("a").expect("enable");
+    let a = server.table("a").expect("a");
+    for i in 0..50 {
+        assert!(
+            a.get_value(format!("a{i}").as_bytes(), b"f", b"q")
+                .expect("get")
+                .is_some()
+        );
+    }
+}
+
 /// Create, write, delete and restart, over and over, while a third table takes writes: the
 /// WAL never keeps more closed segments than `max_segments`.
 #[test]

@@ -31,7 +31,7 @@ impl Region {
     ///
     /// A store file the manifest lists for a family the region does not have, and a logged
     /// edit of such a family, are skipped with a warning and counted
-    /// ([`RegionStats::skipped_files`], [`RegionStats::skipped_replay_cells`]), as HBase does:
+    /// ([`super::RegionStats::skipped_files`], [`super::RegionStats::skipped_replay_cells`]), as HBase does:
     /// they never stop the region from opening.
     pub fn open(
         fs: Arc<dyn FileSystem>,

@@ -62,7 +62,7 @@ impl Region {
     }
 
     /// Applies `cells` (puts and delete markers, any rows) atomically at `durability`, on the
-    /// HBASE-15158 path: the write's one validation ([`Region::check_write`]) → row locks
+    /// HBASE-15158 path: the write's one validation (`Region::check_write`) → row locks
     /// (shared, sorted) → server timestamps for cells that carry `LATEST_TIMESTAMP` → MVCC
     /// begin and WAL enqueue with the write number as sequence id → WAL durability wait →
     /// memstore insert → MVCC complete and wait → unlock. A WAL failure returns before the

@@ -12,7 +12,7 @@ use crate::error::RegionError;
 use crate::limits::{CompactionThroughput, RegionLimits};
 use crate::region::{Durability, WriteOrder};
 
-/// How a [`RegionServer`] runs. Keys are HBase's where HBase has one.
+/// How a [`super::RegionServer`] runs. Keys are HBase's where HBase has one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerOptions {
     /// What `Durability::UseDefault` means on this server for a table that does not choose:
@@ -136,7 +136,7 @@ impl ServerOptions {
     }
 }
 
-/// The server's own counters (each region's are in [`Region::stats`]).
+/// The server's own counters (each region's are in [`crate::Region::stats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServerStats {
     /// Bytes held in memstores across every region.
