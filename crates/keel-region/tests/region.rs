@@ -444,7 +444,9 @@ proptest! {
                         prop_assert_eq!(status.is_ok(), valid, "{:?}", status);
                         if valid {
                             batch_cells.extend(cells.iter().cloned());
-                            strongest = strongest.max(*durability);
+                            // HBase's rule: each operation's USE_DEFAULT is the region's
+                            // durability (SyncWal here) before the batch takes the strongest.
+                            strongest = strongest.max(durability.resolve(Durability::SyncWal));
                         }
                     }
                     if !batch_cells.is_empty() {

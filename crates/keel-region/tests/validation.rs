@@ -174,3 +174,27 @@ fn replay_and_manifest_skip_a_family_the_region_no_longer_has() {
         .mutate(vec![put("new", "f", "v")], Durability::FsyncWal)
         .expect("and takes writes");
 }
+
+/// HBase's rule for a batch: each operation's `USE_DEFAULT` resolves to the region's durability
+/// first, then the batch takes the strongest. Taking the maximum first would let a `SkipWal`
+/// operation (Thrift's `writeToWAL=false`) drag an operation that asked for the default out of
+/// the log: acknowledged, then lost.
+#[test]
+fn a_batch_resolves_use_default_before_taking_the_strongest() {
+    let faults = Arc::new(FaultFs::new());
+    let (wal, region) = open(faults.clone(), &["f"]);
+    let region = region.with_default_durability(Durability::FsyncWal);
+    let statuses = region.batch(vec![
+        (vec![put("logged", "f", "v")], Durability::UseDefault),
+        (vec![put("skipped", "f", "v")], Durability::SkipWal),
+    ]);
+    assert!(statuses.iter().all(Result::is_ok), "{statuses:?}");
+    let image: Arc<dyn FileSystem> = Arc::new(faults.crash_image());
+    drop(region);
+    drop(wal);
+    let (_wal, reopened) = open(image, &["f"]);
+    assert!(
+        value(&reopened, "logged").is_some(),
+        "the UseDefault (FsyncWal) operation survives a power cut"
+    );
+}

@@ -6,10 +6,18 @@ use std::time::Duration;
 use crate::replay::RecoveryMode;
 use crate::segment::DEFAULT_MAX_ENTRY_SIZE;
 
-/// How durable an append is before it is acknowledged, with HBase's names (ordered weakest first;
-/// a batch takes the strongest level among its members).
+/// How durable a write is before it is acknowledged: HBase's `Durability`, the one type every
+/// Keel crate uses (keel-region re-exports it).
+///
+/// Ordered weakest first, with `UseDefault` below all: a batch takes the strongest level among
+/// its members *after* each member's `UseDefault` is resolved ([`Durability::resolve`]) — the
+/// maximum of an unresolved `UseDefault` and `SkipWal` would be `SkipWal`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Durability {
+    /// Whatever the one applying it chooses: a region's table or server default; for the log
+    /// itself, `SyncWal`.
+    #[default]
+    UseDefault,
     /// Nothing is logged: lost on any crash.
     SkipWal,
     /// Acknowledged once buffered; the writer writes it at once and syncs it with the next
@@ -17,11 +25,62 @@ pub enum Durability {
     AsyncWal,
     /// Acknowledged once `write(2)` has put it in the OS page cache: survives a process crash,
     /// not a power cut (HBase's default, like HDFS hflush).
-    #[default]
     SyncWal,
     /// Acknowledged after `fdatasync`: survives a power cut (like HDFS hsync). Also makes every
     /// entry before it durable.
     FsyncWal,
+}
+
+impl Durability {
+    /// Every level, weakest first.
+    pub const ALL: [Durability; 5] = [
+        Durability::UseDefault,
+        Durability::SkipWal,
+        Durability::AsyncWal,
+        Durability::SyncWal,
+        Durability::FsyncWal,
+    ];
+
+    /// `default` in place of `UseDefault`; any other level stays.
+    pub fn resolve(self, default: Durability) -> Durability {
+        match self {
+            Durability::UseDefault => default,
+            other => other,
+        }
+    }
+
+    /// HBase's name for it (`USE_DEFAULT`, `SKIP_WAL`, `ASYNC_WAL`, `SYNC_WAL`, `FSYNC_WAL`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::UseDefault => "USE_DEFAULT",
+            Durability::SkipWal => "SKIP_WAL",
+            Durability::AsyncWal => "ASYNC_WAL",
+            Durability::SyncWal => "SYNC_WAL",
+            Durability::FsyncWal => "FSYNC_WAL",
+        }
+    }
+}
+
+impl std::fmt::Display for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Durability {
+    type Err = String;
+
+    /// HBase's names, in any case.
+    fn from_str(text: &str) -> Result<Durability, String> {
+        Durability::ALL
+            .into_iter()
+            .find(|d| d.name().eq_ignore_ascii_case(text))
+            .ok_or_else(|| {
+                format!(
+                    "unknown durability {text:?}: USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL or FSYNC_WAL"
+                )
+            })
+    }
 }
 
 /// How a [`crate::Wal`] is run.

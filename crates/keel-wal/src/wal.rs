@@ -161,7 +161,7 @@ impl Wal {
 
     /// Logs `entry` at `durability` and returns once it is as durable as asked, with how long it
     /// waited for its group, was written and was synced. Sequence ids must strictly increase
-    /// per region. `SkipWal` logs nothing.
+    /// per region. `SkipWal` logs nothing; `UseDefault` is `SyncWal`.
     pub fn append(
         &self,
         entry: &WalEntry,
@@ -181,6 +181,7 @@ impl Wal {
         durability: Durability,
     ) -> Result<PendingAppend<'_>, WalError> {
         let started = Instant::now();
+        let durability = durability.resolve(Durability::SyncWal);
         let shared = &self.shared;
         let size = entry.encoded_len();
         if size > shared.options.max_entry_size {

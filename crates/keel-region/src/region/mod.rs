@@ -73,90 +73,23 @@ pub enum BlockReads {
     Cached(Arc<dyn keel_blockcache::BlockCache>),
 }
 
-/// How durable a write is before it is acknowledged, per call (HBase's `Durability`; weakest
-/// first after `UseDefault`, so a batch takes the greatest of its operations').
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Durability {
-    /// The region's default (the server's `default_durability`, `SyncWal` as in HBase).
-    #[default]
-    UseDefault,
-    /// Not logged: lost on a crash unless flushed first.
-    SkipWal,
-    /// Logged and acknowledged once buffered; synced within the WAL's interval.
-    AsyncWal,
-    /// Acknowledged once written to the OS: survives a process crash.
-    SyncWal,
-    /// Acknowledged once fsynced: survives a power cut.
-    FsyncWal,
+/// How durable a write is before it is acknowledged, per call: keel-wal's type, HBase's
+/// `Durability`, one type from the log up. `UseDefault` is the region's default (its table's,
+/// else the server's).
+pub use keel_wal::Durability;
+
+fn durability_code(durability: Durability) -> u8 {
+    Durability::ALL
+        .iter()
+        .position(|d| *d == durability)
+        .map_or(0, |i| i as u8)
 }
 
-impl Durability {
-    fn resolve(self, default: keel_wal::Durability) -> keel_wal::Durability {
-        match self {
-            Durability::UseDefault => default,
-            Durability::SkipWal => keel_wal::Durability::SkipWal,
-            Durability::AsyncWal => keel_wal::Durability::AsyncWal,
-            Durability::SyncWal => keel_wal::Durability::SyncWal,
-            Durability::FsyncWal => keel_wal::Durability::FsyncWal,
-        }
-    }
-
-    /// HBase's name for it (`USE_DEFAULT`, `SKIP_WAL`, `ASYNC_WAL`, `SYNC_WAL`, `FSYNC_WAL`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Durability::UseDefault => "USE_DEFAULT",
-            Durability::SkipWal => "SKIP_WAL",
-            Durability::AsyncWal => "ASYNC_WAL",
-            Durability::SyncWal => "SYNC_WAL",
-            Durability::FsyncWal => "FSYNC_WAL",
-        }
-    }
-}
-
-impl std::fmt::Display for Durability {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Durability {
-    type Err = String;
-
-    /// HBase's names, in any case.
-    fn from_str(text: &str) -> Result<Durability, String> {
-        [
-            Durability::UseDefault,
-            Durability::SkipWal,
-            Durability::AsyncWal,
-            Durability::SyncWal,
-            Durability::FsyncWal,
-        ]
-        .into_iter()
-        .find(|d| d.name().eq_ignore_ascii_case(text))
-        .ok_or_else(|| {
-            format!(
-                "unknown durability {text:?}: USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL or FSYNC_WAL"
-            )
-        })
-    }
-}
-
-fn wal_durability_code(d: keel_wal::Durability) -> u8 {
-    match d {
-        keel_wal::Durability::SkipWal => 0,
-        keel_wal::Durability::AsyncWal => 1,
-        keel_wal::Durability::SyncWal => 2,
-        keel_wal::Durability::FsyncWal => 3,
-    }
-}
-
-fn wal_durability(code: u8) -> keel_wal::Durability {
-    match code {
-        0 => keel_wal::Durability::SkipWal,
-        1 => keel_wal::Durability::AsyncWal,
-        2 => keel_wal::Durability::SyncWal,
-        _ => keel_wal::Durability::FsyncWal,
-    }
+fn durability_of(code: u8) -> Durability {
+    Durability::ALL
+        .get(usize::from(code))
+        .copied()
+        .unwrap_or(Durability::SyncWal)
 }
 
 /// A region's lifecycle: open, closing (refuses new writes while in-flight ones finish and the
@@ -232,7 +165,7 @@ pub struct Region {
     compacting: Mutex<()>,
     next_file_id: AtomicU64,
     order: WriteOrder,
-    /// What `UseDefault` writes get (a keel-wal durability's code; changeable while open).
+    /// What `UseDefault` writes get (a durability's code; changeable while open).
     default_durability: AtomicU8,
     /// `OPEN`, `CLOSING` or `CLOSED`.
     state: AtomicU8,
@@ -327,26 +260,19 @@ impl Region {
 
     /// Changes what `UseDefault` writes get from now on (`UseDefault` itself means `SyncWal`).
     pub fn set_default_durability(&self, durability: Durability) {
-        let resolved = durability.resolve(keel_wal::Durability::SyncWal);
+        let resolved = durability.resolve(Durability::SyncWal);
         self.default_durability
-            .store(wal_durability_code(resolved), Ordering::Relaxed);
+            .store(durability_code(resolved), Ordering::Relaxed);
     }
 
     /// What `UseDefault` writes get.
     pub fn default_durability(&self) -> Durability {
-        match wal_durability(self.default_durability.load(Ordering::Relaxed)) {
-            keel_wal::Durability::SkipWal => Durability::SkipWal,
-            keel_wal::Durability::AsyncWal => Durability::AsyncWal,
-            keel_wal::Durability::SyncWal => Durability::SyncWal,
-            keel_wal::Durability::FsyncWal => Durability::FsyncWal,
-        }
+        durability_of(self.default_durability.load(Ordering::Relaxed))
     }
 
     /// `durability` with `UseDefault` replaced by the region's default.
-    fn resolve_durability(&self, durability: Durability) -> keel_wal::Durability {
-        durability.resolve(wal_durability(
-            self.default_durability.load(Ordering::Relaxed),
-        ))
+    fn resolve_durability(&self, durability: Durability) -> Durability {
+        durability.resolve(self.default_durability())
     }
 
     /// Refuses new work once the region is closing (writes) or closed (everything).

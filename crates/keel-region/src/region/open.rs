@@ -15,8 +15,8 @@ use keel_wal::{ReplayOptions, Wal, WalEntry};
 use parking_lot::{Mutex, RwLock};
 
 use super::{
-    BlockReads, CachedSource, Counters, FILE_IDS, FamilyOptions, OPEN, Region, Store, TracedDirect,
-    WriteOrder, file_name_of, now_ms, wal_durability_code,
+    BlockReads, CachedSource, Counters, Durability, FILE_IDS, FamilyOptions, OPEN, Region, Store,
+    TracedDirect, WriteOrder, durability_code, file_name_of, now_ms,
 };
 use crate::error::{RegionError, io};
 use crate::limits::{MemoryAccount, RegionLimits};
@@ -147,7 +147,7 @@ impl Region {
             flushing: Mutex::new(()),
             compacting: Mutex::new(()),
             order: WriteOrder::default(),
-            default_durability: AtomicU8::new(wal_durability_code(keel_wal::Durability::SyncWal)),
+            default_durability: AtomicU8::new(durability_code(Durability::SyncWal)),
             state: AtomicU8::new(OPEN),
             limits: RegionLimits::default(),
             account: MemoryAccount::unlimited(),

@@ -147,7 +147,9 @@ impl Region {
             };
             match checked {
                 Ok(write) => {
-                    valid.push((i, write, op_durability));
+                    // Resolved now: an unresolved `UseDefault` would lose to `SkipWal` in the
+                    // mini-batch's maximum below.
+                    valid.push((i, write, self.resolve_durability(op_durability)));
                     statuses.push(None);
                 }
                 Err(e) => statuses.push(Some(Err(e))),
