@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use hdrhistogram::Histogram;
 use keel_blockcache::{
-    AreaKind, BlockCache, BlockKey, BucketCache, BucketOptions, IdReadWriteLock, LruBlockCache,
-    LruOptions, PoolKind,
+    AreaKind, BlockCache, BlockCacheExt, BlockKey, BucketCache, BucketOptions, IdReadWriteLock,
+    LruBlockCache, LruOptions, PoolKind,
 };
 use keel_testkit::{Zipfian, figure};
 use rand::SeedableRng;

@@ -8,14 +8,15 @@ use keel_sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::id_lock::IdReadWriteLock;
 
-/// A block's identity: the store file it belongs to and its byte offset there.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BlockKey {
-    /// The store file's id.
-    pub file_id: u64,
-    /// The block's offset in the file.
-    pub offset: u64,
-}
+/// A block's identity: the store file it belongs to and its byte offset there (keel-cell's
+/// type, the one keel-storefile reads blocks by).
+pub use keel_cell::BlockKey;
+
+/// What a loader of [`BlockCache::get_or_load_with`] returns when it could not load the block:
+/// the caller keeps its own error (typically in a variable the loader captured) and nothing is
+/// cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadFailed;
 
 /// HBase's block priorities: a block starts as `Single`, becomes `Multi` when read again, and
 /// blocks of in-memory families are `Memory`. Each has its share of the cache.
@@ -99,17 +100,17 @@ pub trait BlockCache: Send + Sync + fmt::Debug {
     /// The per-block id locks that make loading single-flight.
     fn id_locks(&self) -> &IdReadWriteLock<BlockKey>;
 
-    /// The block, loading it on a miss with only one thread running `loader` for a key while
-    /// the others wait for its result (HBase's offset `IdLock` on the read path).
-    fn get_or_load<E>(
+    /// The block, loading it on a miss with only one thread running `load` for a key while
+    /// the others wait for its result (HBase's offset `IdLock` on the read path): look, take
+    /// the block's id lock, look again (a second lookup that is not a second miss), load and
+    /// cache. Callable through `dyn BlockCache`; [`BlockCacheExt::get_or_load`] is the same with
+    /// a typed error.
+    fn get_or_load_with(
         &self,
         key: BlockKey,
         in_memory: bool,
-        loader: impl FnOnce() -> Result<Bytes, E>,
-    ) -> Result<Bytes, E>
-    where
-        Self: Sized,
-    {
+        load: &mut dyn FnMut() -> Result<Bytes, LoadFailed>,
+    ) -> Result<Bytes, LoadFailed> {
         if let Some(block) = self.get(&key, true, false) {
             return Ok(block);
         }
@@ -117,9 +118,51 @@ pub trait BlockCache: Send + Sync + fmt::Debug {
         if let Some(block) = self.get(&key, true, true) {
             return Ok(block);
         }
-        let block = loader()?;
+        let block = load()?;
         self.insert(key, block.clone(), in_memory);
         Ok(block)
+    }
+}
+
+/// [`BlockCache::get_or_load_with`] with the loader's own error type, for every cache, a
+/// `dyn BlockCache` included.
+pub trait BlockCacheExt: BlockCache {
+    /// The block, loading it with `loader` on a miss, single-flight (see
+    /// [`BlockCache::get_or_load_with`]); a failed load caches nothing and returns its error.
+    fn get_or_load<E>(
+        &self,
+        key: BlockKey,
+        in_memory: bool,
+        loader: impl FnOnce() -> Result<Bytes, E>,
+    ) -> Result<Bytes, E> {
+        typed_load(self, key, in_memory, loader)
+    }
+}
+
+impl<C: BlockCache + ?Sized> BlockCacheExt for C {}
+
+/// The typed loading call on top of the object-safe one: the loader's error is kept aside and
+/// handed back when the load reports [`LoadFailed`].
+fn typed_load<C: BlockCache + ?Sized, E>(
+    cache: &C,
+    key: BlockKey,
+    in_memory: bool,
+    loader: impl FnOnce() -> Result<Bytes, E>,
+) -> Result<Bytes, E> {
+    let mut loader = Some(loader);
+    let mut error = None;
+    let loaded = cache.get_or_load_with(key, in_memory, &mut || {
+        let loader = loader.take().ok_or(LoadFailed)?;
+        loader().map_err(|e| {
+            error = Some(e);
+            LoadFailed
+        })
+    });
+    match (loaded, error) {
+        (Ok(block), _) => Ok(block),
+        (Err(LoadFailed), Some(e)) => Err(e),
+        // Only the closure above reports a failure, and it keeps its error first.
+        (Err(LoadFailed), None) => unreachable!("a failed load always keeps its error"),
     }
 }
 

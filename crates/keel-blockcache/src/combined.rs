@@ -160,6 +160,7 @@ impl BlockCache for CombinedBlockCache {
 mod tests {
     use super::*;
     use crate::bucket::BucketOptions;
+    use crate::cache::BlockCacheExt;
     use crate::lru::LruOptions;
 
     fn combined() -> CombinedBlockCache {

@@ -1,5 +1,5 @@
 //! Keel's block caches: the [`BlockCache`] interface with single-flight
-//! [`BlockCache::get_or_load`]; HBase's [`LruBlockCache`] (L1) and [`BucketCache`] (L2), combined
+//! [`BlockCacheExt::get_or_load`]; HBase's [`LruBlockCache`] (L1) and [`BucketCache`] (L2), combined
 //! as HBase does in [`CombinedBlockCache`]; and the per-block read/write id locks with their
 //! lock-object pools ([`IdReadWriteLock`], [`PoolKind`]), the mechanism HBASE-17747 measured (soft
 //! vs weak pools under a 100 %-cache-hit read load). The bucket cache's area is on the heap or in
@@ -25,7 +25,7 @@ mod id_lock;
 mod lru;
 
 pub use bucket::{AreaKind, BucketCache, BucketOptions, DEFAULT_SIZE_CLASSES};
-pub use cache::{BlockCache, BlockKey, BlockPriority, CacheStats};
+pub use cache::{BlockCache, BlockCacheExt, BlockKey, BlockPriority, CacheStats, LoadFailed};
 pub use combined::{BlockKind, CombinedBlockCache, KindStats};
 pub use id_lock::{IdLockStats, IdReadGuard, IdReadWriteLock, IdWriteGuard, PoolKind};
 pub use lru::{LruBlockCache, LruOptions};

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use bytes::Bytes;
-use keel_blockcache::{BlockCache, BlockKey, LruBlockCache, LruOptions};
+use keel_blockcache::{BlockCache, BlockCacheExt, BlockKey, LruBlockCache, LruOptions};
 use keel_testkit::Zipfian;
 use rand::SeedableRng;
 use rand::rngs::StdRng;

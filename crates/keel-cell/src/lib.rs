@@ -7,6 +7,8 @@
 //!   seek keys a scanner needs ([`CellKey::first_on_row`], [`CellKey::last_on_row`], …);
 //! - the limits every cell obeys ([`MAX_ROW_LEN`], [`MAX_FAMILY_LEN`], [`CellLimits`]), checked
 //!   when a cell is built and again when one is decoded;
+//! - [`BlockKey`], the identity of a stored block (file id, offset), which the store-file reader
+//!   and the block cache share;
 //! - one explicit little-endian encoding for a cell ([`Cell::encode`], [`Cell::decode`]) and for
 //!   a batch of cells ([`encode_batch`], [`decode_batch`]), used by WAL entries and store-file
 //!   blocks. Decoding is zero-copy and returns a [`DecodeError`] naming the offset of any
@@ -31,6 +33,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod block;
 mod cell;
 mod cell_type;
 mod codec;
@@ -38,6 +41,7 @@ mod error;
 mod key;
 mod limits;
 
+pub use block::BlockKey;
 pub use cell::{Cell, CellBuilder};
 pub use cell_type::CellType;
 pub use codec::{

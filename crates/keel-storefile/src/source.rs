@@ -8,14 +8,8 @@ use bytes::Bytes;
 
 use crate::error::Result;
 
-/// Identifies a block across files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BlockKey {
-    /// The file's id, unique among open files (chosen by whoever opens them).
-    pub file_id: u64,
-    /// The block's offset in the file.
-    pub offset: u64,
-}
+/// Identifies a block across files: keel-cell's type, which keel-blockcache keys its caches by.
+pub use keel_cell::BlockKey;
 
 /// Where a reader gets a block's verified, decompressed, decoded payload.
 pub trait BlockSource: Send + Sync + Debug {

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::cache::BlockCacheExt;
 
 fn key(file_id: u64, offset: u64) -> BlockKey {
     BlockKey { file_id, offset }

@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::*;
+use crate::cache::BlockCacheExt;
 
 fn key(file_id: u64, offset: u64) -> BlockKey {
     BlockKey { file_id, offset }
@@ -153,9 +154,11 @@ fn inserts_above_the_hard_limit_are_refused() {
     );
 }
 
+/// Through `Arc<dyn BlockCache>`, as a user of the trait object (keel-region) calls it: the
+/// same single flight, typed errors, and the object-safe call underneath.
 #[test]
 fn get_or_load_runs_the_loader_once_per_key() {
-    let cache = std::sync::Arc::new(cache(1 << 20));
+    let cache: std::sync::Arc<dyn BlockCache> = std::sync::Arc::new(cache(1 << 20));
     let loads = std::sync::Arc::new(AtomicUsize::new(0));
     let threads: Vec<_> = (0..8)
         .map(|_| {
@@ -181,6 +184,11 @@ fn get_or_load_runs_the_loader_once_per_key() {
         cache.get(&key(9, 1), false, false).is_none(),
         "a failed load caches nothing"
     );
+    let failed = cache.get_or_load_with(key(9, 2), false, &mut || Err(crate::LoadFailed));
+    assert_eq!(failed, Err(crate::LoadFailed));
+    let loaded = cache.get_or_load_with(key(9, 2), false, &mut || Ok(block(8, 2)));
+    assert_eq!(loaded, Ok(block(8, 2)));
+    assert_eq!(cache.get(&key(9, 2), false, false), Some(block(8, 2)));
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use keel_blockcache::BlockCacheExt;
 use keel_cell::{Cell, CellKey};
 use keel_memstore::MemStoreScanner;
 use keel_storefile::KeyValueScanner;
@@ -23,29 +24,13 @@ impl keel_storefile::BlockSource for CachedSource {
         key: keel_storefile::BlockKey,
         load: &mut dyn FnMut() -> keel_storefile::Result<Bytes>,
     ) -> keel_storefile::Result<Bytes> {
-        let key = keel_blockcache::BlockKey {
-            file_id: key.file_id,
-            offset: key.offset,
-        };
-        // `BlockCache::get_or_load`'s single-flight load, through the trait object: look, take
-        // the block's id lock, look again (not a second miss), load and cache.
+        // The cache's own single-flight load, through the trait object.
         let mut missed = false;
-        let block = match self.cache.get(&key, true, false) {
-            Some(block) => Ok(block),
-            None => {
-                let _loading = self.cache.id_locks().write(&key);
-                match self.cache.get(&key, true, true) {
-                    Some(block) => Ok(block),
-                    None => {
-                        missed = true;
-                        event!(TRACE, file = key.file_id, offset = key.offset, "block read");
-                        load().inspect(|block| {
-                            self.cache.insert(key, block.clone(), self.in_memory);
-                        })
-                    }
-                }
-            }
-        };
+        let block = self.cache.get_or_load(key, self.in_memory, || {
+            missed = true;
+            event!(TRACE, file = key.file_id, offset = key.offset, "block read");
+            load()
+        });
         let outcome = if missed {
             "block cache miss"
         } else {
