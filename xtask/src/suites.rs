@@ -279,6 +279,12 @@ const MODELS: &[Suite] = &[
         target: "model",
     },
     Suite {
+        name: "region",
+        about: "keel-region: a flush or a close racing writers loses no acknowledged write",
+        package: "keel-region",
+        target: "model",
+    },
+    Suite {
         name: "rpc",
         about: "keel-rpc: every call runs once, no call stranded beside a parked handler, shutdown",
         package: "keel-rpc",

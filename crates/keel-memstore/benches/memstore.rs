@@ -17,8 +17,8 @@ use crossbeam_skiplist::SkipMap;
 use hdrhistogram::Histogram;
 use keel_cell::{Cell, CellKey};
 use keel_memstore::{MemStore, MemStoreOptions};
+use keel_sync::RwLock;
 use keel_testkit::figure;
-use parking_lot::RwLock;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::{Bytes, BytesMut};
-use parking_lot::Mutex;
+use keel_sync::Mutex;
 
 /// Counters of a [`ChunkPool`], read without a lock.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

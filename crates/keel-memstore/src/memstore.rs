@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use keel_cell::{Cell, CellKey};
-use parking_lot::RwLock;
+use keel_sync::RwLock;
 
 use crate::chunk::ChunkPool;
 use crate::options::MemStoreOptions;

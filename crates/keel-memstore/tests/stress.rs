@@ -11,7 +11,7 @@ use std::thread;
 
 use keel_cell::Cell;
 use keel_memstore::{MemStore, MemStoreOptions};
-use parking_lot::Mutex;
+use keel_sync::Mutex;
 
 /// Hands out sequence ids and advances the read point in order over completed ones.
 #[derive(Default)]

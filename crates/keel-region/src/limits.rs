@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use keel_sync::{Condvar, Mutex};
 
 /// A region's own limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,7 +175,7 @@ impl MemoryAccount {
             }
             // A bounded wait: the flusher may free memory without crossing the mark exactly.
             self.below_high
-                .wait_for(&mut guard, Duration::from_millis(50));
+                .wait_until(&mut guard, Instant::now() + Duration::from_millis(50));
             drop(guard);
             if self.used() < self.high {
                 break Ok(Some(started.elapsed()));

@@ -54,7 +54,7 @@ impl std::fmt::Display for Printable<'_> {
 #[derive(Debug, Default)]
 pub(crate) struct Cause {
     #[cfg(feature = "tracing")]
-    span: parking_lot::Mutex<Option<tracing::Span>>,
+    span: keel_sync::Mutex<Option<tracing::Span>>,
 }
 
 impl Cause {

@@ -15,11 +15,11 @@ use keel_region::{
     BloomType, ColumnValueFilter, CompareOp, Durability, FamilyOptions, RegionError, RegionScanner,
     RegionServer, Scan, Table,
 };
+use keel_sync::Mutex;
 use keel_thrift::hbase::{
     BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TAppend, TCell, TColumn,
     TIncrement, TRegionInfo, TRowResult, TScan,
 };
-use parking_lot::Mutex;
 
 use crate::columns::{self, ColumnSpec};
 

@@ -200,7 +200,7 @@ struct Shared {
     logs: LimitLogs,
     /// The open connections' sockets, so a shutdown can close them (a reader blocked in
     /// `read` then returns).
-    sockets: parking_lot::Mutex<std::collections::HashMap<u64, TcpStream>>,
+    sockets: keel_sync::Mutex<std::collections::HashMap<u64, TcpStream>>,
     next_connection: AtomicU64,
     handler: Arc<Handler>,
     executor: Arc<Executor>,
@@ -226,7 +226,7 @@ impl ThriftServer {
         let shared = Arc::new(Shared {
             local,
             logs: LimitLogs::default(),
-            sockets: parking_lot::Mutex::new(std::collections::HashMap::new()),
+            sockets: keel_sync::Mutex::new(std::collections::HashMap::new()),
             // 0 is the handler's embedded caller.
             next_connection: AtomicU64::new(1),
             handler,

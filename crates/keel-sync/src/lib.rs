@@ -1,6 +1,6 @@
 //! The one place Keel names its locks, condition variables and atomics.
 //!
-//! Normally these are `parking_lot`'s `Mutex` and `Condvar` and `std`'s atomics. Built with
+//! Normally these are `parking_lot`'s `Mutex`, `RwLock` and `Condvar` and `std`'s atomics. Built with
 //! `RUSTFLAGS="--cfg shuttle"` every one of them becomes shuttle's model-checked counterpart, so
 //! a crate that takes its primitives from here can run its concurrency tests under shuttle's
 //! randomized and PCT schedulers (`cargo xtask model`). The API is parking_lot's shape in both
@@ -17,9 +17,9 @@ mod model;
 mod real;
 
 #[cfg(shuttle)]
-pub use model::{Condvar, Mutex, MutexGuard};
+pub use model::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 #[cfg(not(shuttle))]
-pub use real::{Condvar, Mutex, MutexGuard};
+pub use real::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Atomics: `std::sync::atomic` normally, shuttle's under `--cfg shuttle`.
 pub mod atomic {

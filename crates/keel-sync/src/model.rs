@@ -84,3 +84,34 @@ impl Condvar {
         self.0.notify_all();
     }
 }
+
+/// A reader-writer lock whose every acquisition is a shuttle scheduling point.
+#[derive(Debug, Default)]
+pub struct RwLock<T>(shuttle::sync::RwLock<T>);
+
+/// Shared access to a [`RwLock`]'s value.
+pub type RwLockReadGuard<'a, T> = shuttle::sync::RwLockReadGuard<'a, T>;
+
+/// Exclusive access to a [`RwLock`]'s value.
+pub type RwLockWriteGuard<'a, T> = shuttle::sync::RwLockWriteGuard<'a, T>;
+
+impl<T> RwLock<T> {
+    /// A new lock holding `value`.
+    pub fn new(value: T) -> RwLock<T> {
+        RwLock(shuttle::sync::RwLock::new(value))
+    }
+
+    /// Shared access (poisoning is ignored, as parking_lot does).
+    pub fn read(&self) -> RwLockReadGuard<'_, T> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Exclusive access (poisoning is ignored, as parking_lot does).
+    pub fn write(&self) -> RwLockWriteGuard<'_, T> {
+        self.0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-pub use parking_lot::{Mutex, MutexGuard};
+pub use parking_lot::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// A condition variable (parking_lot's) used with [`Mutex`].
 #[derive(Debug, Default)]

@@ -13,8 +13,8 @@ use keel_fs::FileSystem;
 use keel_memstore::MemStore;
 use keel_mvcc::{Mvcc, RowLocks};
 use keel_storefile::{StoreFileReader, WriterOptions};
+use keel_sync::{Mutex, RwLock};
 use keel_wal::Wal;
-use parking_lot::{Mutex, RwLock};
 
 use crate::limits::{MemoryAccount, RegionLimits};
 use crate::manifest::Manifest;

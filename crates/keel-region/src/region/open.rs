@@ -11,8 +11,8 @@ use keel_fs::FileSystem;
 use keel_memstore::{MemStore, MemStoreOptions};
 use keel_mvcc::{Mvcc, RowLockOptions, RowLocks};
 use keel_storefile::StoreFileReader;
+use keel_sync::{Mutex, RwLock};
 use keel_wal::{ReplayOptions, Wal, WalEntry};
-use parking_lot::{Mutex, RwLock};
 
 use super::{
     BlockReads, CachedSource, Counters, Durability, FILE_IDS, FamilyOptions, OPEN, Region, Store,

@@ -7,8 +7,8 @@ use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use keel_sync::RwLock;
 use keel_wal::Wal;
-use parking_lot::RwLock;
 
 use super::{Hosted, ServerOptions};
 use crate::limits::{MemoryAccount, Throttle};

@@ -21,8 +21,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use keel_cell::Cell;
 use keel_fs::{FileSystem, StdFs};
+use keel_sync::{Mutex, RwLock};
 use keel_wal::{ReplayOptions, Wal};
-use parking_lot::{Mutex, RwLock};
 
 use crate::catalog::{Catalog, TableEntry};
 use crate::error::{RegionError, io};

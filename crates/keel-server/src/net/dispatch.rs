@@ -60,7 +60,7 @@ pub(super) fn decoder(protocol: Protocol, bytes: Bytes) -> Box<dyn Decoder> {
 /// whole reply at a time and in request order. (A handler writing its own reply saves waking
 /// the reader for it, one thread hand-off per call.)
 pub(super) struct Replies {
-    socket: parking_lot::Mutex<TcpStream>,
+    socket: keel_sync::Mutex<TcpStream>,
     framed: bool,
     /// The turn to reply, a single token: the reader takes it before it dispatches a request
     /// (or answers one itself), and it comes back once that reply is written. A client with
@@ -75,7 +75,7 @@ impl Replies {
         let (turn_tx, turn_rx) = crossbeam_channel::bounded(1);
         let _ = turn_tx.send(());
         Arc::new(Replies {
-            socket: parking_lot::Mutex::new(socket),
+            socket: keel_sync::Mutex::new(socket),
             framed,
             turn_tx,
             turn_rx,

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use parking_lot::Mutex;
+use keel_sync::Mutex;
 use serde::Serialize;
 
 use crate::NetObserver;
