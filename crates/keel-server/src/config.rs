@@ -1,7 +1,12 @@
-//! `keel.toml`: the server's settings under HBase's own key names (and a few `keel.*` ones),
-//! written either as quoted dotted keys (`"hbase.regionserver.handler.count" = 30`) or as nested
-//! tables. Command-line flags override the file; the file overrides the defaults, which are
-//! HBase's. An unknown key or a value of the wrong type is an error that names it.
+//! `keel serve`'s settings, declared once: [`SETTINGS`] is the one table from which the
+//! `keel.toml` keys (HBase's names where HBase has one), the command-line flags (the `keel`
+//! binary builds its flags from it) and the settings section of `docs/server.md`
+//! ([`Settings::docs_table`]) all come. A test checks the three agree.
+//!
+//! `keel.toml` takes the keys as quoted dotted keys (`"hbase.regionserver.handler.count" = 30`)
+//! or as nested tables, plus one `[table.NAME]` section per table. Flags override the file; the
+//! file overrides the defaults, which are HBase's. An unknown key, or a value of the wrong type,
+//! is an error that names it.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -101,13 +106,69 @@ impl Default for Settings {
     }
 }
 
-/// `NAME=LEVEL` (`--table-durability`): a table and HBase's name for a durability.
-pub fn parse_table_durability(value: &str) -> Result<(String, Durability), String> {
-    let (name, level) = value
-        .rsplit_once('=')
-        .ok_or_else(|| format!("--table-durability {value:?}: expected NAME=LEVEL"))?;
-    keel_region::names::TableName::new(name).map_err(|e| format!("--table-durability: {e}"))?;
-    Ok((name.to_string(), level.parse()?))
+/// Sets a field from a `keel.toml` value.
+type FromToml = fn(&mut Settings, &toml::Value) -> Result<(), String>;
+/// Sets a field from a flag's text.
+type FromFlag = fn(&mut Settings, &str) -> Result<(), String>;
+
+/// One setting: its `keel.toml` key, its flag, and how each sets it.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    /// The `keel.toml` key (HBase's name where HBase has one). `table.NAME.durability` is the
+    /// `[table.NAME]` section's key.
+    pub key: &'static str,
+    /// The flag, without its dashes (`None`: file only).
+    pub flag: Option<&'static str>,
+    /// What the flag's value looks like (`N`, `BYTES`, `MS`, …).
+    pub value_name: &'static str,
+    /// One line on what it does, for `--help` and the docs.
+    pub help: &'static str,
+    /// Whether the flag may be given several times.
+    pub repeatable: bool,
+    from_toml: FromToml,
+    from_flag: FromFlag,
+    /// The setting's value, shown as a flag would take it (the docs' default column).
+    pub show: fn(&Settings) -> String,
+    /// A value other than the default, written for the file and for the flag (the agreement
+    /// test sets it both ways).
+    pub example: (&'static str, &'static str),
+}
+
+fn int(key: &str, value: &toml::Value) -> Result<u64, String> {
+    value
+        .as_integer()
+        .and_then(|v| u64::try_from(v).ok())
+        .ok_or_else(|| format!("{key}: expected a non-negative integer, got {value}"))
+}
+
+fn float(key: &str, value: &toml::Value) -> Result<f64, String> {
+    value
+        .as_float()
+        .or_else(|| value.as_integer().map(|i| i as f64))
+        .ok_or_else(|| format!("{key}: expected a number, got {value}"))
+}
+
+fn string<'v>(key: &str, value: &'v toml::Value) -> Result<&'v str, String> {
+    value
+        .as_str()
+        .ok_or_else(|| format!("{key}: expected a string, got {value}"))
+}
+
+fn boolean(key: &str, value: &toml::Value) -> Result<bool, String> {
+    value
+        .as_bool()
+        .ok_or_else(|| format!("{key}: expected true or false, got {value}"))
+}
+
+fn parse<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    text.parse().map_err(|e| format!("--{flag} {text:?}: {e}"))
+}
+
+fn port(key: &str, value: &toml::Value) -> Result<u16, String> {
+    u16::try_from(int(key, value)?).map_err(|_| format!("{key}: not a port"))
 }
 
 /// `keel.status.listen` / `--status-listen`: an address, or `off` for no status port.
@@ -120,6 +181,389 @@ pub fn parse_status_listen(value: &str) -> Result<Option<SocketAddr>, String> {
         .map(Some)
         .map_err(|e| format!("keel.status.listen: {e} (an address such as 127.0.0.1:9095, or off)"))
 }
+
+/// `NAME=LEVEL` (`--table-durability`): a table and HBase's name for a durability.
+pub fn parse_table_durability(value: &str) -> Result<(String, Durability), String> {
+    let (name, level) = value
+        .rsplit_once('=')
+        .ok_or_else(|| format!("--table-durability {value:?}: expected NAME=LEVEL"))?;
+    keel_region::names::TableName::new(name).map_err(|e| format!("--table-durability: {e}"))?;
+    Ok((name.to_string(), level.parse()?))
+}
+
+/// A setting with the same meaning in the file and as a flag, parsed with `FromStr` from the
+/// flag's text.
+macro_rules! plain {
+    ($key:literal, $flag:literal, $value_name:literal, $help:literal, $field:ident,
+     $toml:expr, $example:expr) => {
+        Setting {
+            key: $key,
+            flag: Some($flag),
+            value_name: $value_name,
+            help: $help,
+            repeatable: false,
+            from_toml: |s, v| {
+                s.$field = ($toml)($key, v)?;
+                Ok(())
+            },
+            from_flag: |s, text| {
+                s.$field = parse($flag, text)?;
+                Ok(())
+            },
+            show: |s| s.$field.to_string(),
+            example: $example,
+        }
+    };
+}
+
+/// A duration in milliseconds, in the file and as a flag.
+macro_rules! millis {
+    ($key:literal, $flag:literal, $help:literal, $field:ident, $example:literal) => {
+        Setting {
+            key: $key,
+            flag: Some($flag),
+            value_name: "MS",
+            help: $help,
+            repeatable: false,
+            from_toml: |s, v| {
+                s.$field = Duration::from_millis(int($key, v)?);
+                Ok(())
+            },
+            from_flag: |s, text| {
+                s.$field = Duration::from_millis(parse($flag, text)?);
+                Ok(())
+            },
+            show: |s| s.$field.as_millis().to_string(),
+            example: ($example, $example),
+        }
+    };
+}
+
+fn usize_of(key: &str, v: &toml::Value) -> Result<usize, String> {
+    usize::try_from(int(key, v)?).map_err(|_| format!("{key}: too large"))
+}
+
+fn no_flag(_: &mut Settings, _: &str) -> Result<(), String> {
+    Err("this setting has no flag".to_string())
+}
+
+/// Every setting, in the order `--help` and the docs list them.
+pub static SETTINGS: &[Setting] = &[
+    Setting {
+        key: "keel.listen",
+        flag: Some("listen"),
+        value_name: "ADDR",
+        help: "where the Thrift service listens (loopback unless you choose)",
+        repeatable: false,
+        from_toml: |s, v| {
+            s.listen = parse("listen", string("keel.listen", v)?)?;
+            Ok(())
+        },
+        from_flag: |s, text| {
+            s.listen = parse("listen", text)?;
+            Ok(())
+        },
+        show: |s| s.listen.to_string(),
+        example: ("\"127.0.0.1:19090\"", "127.0.0.1:19090"),
+    },
+    Setting {
+        key: "hbase.regionserver.thrift.port",
+        flag: None,
+        value_name: "PORT",
+        help: "the Thrift service's port alone (keel.listen sets the address)",
+        repeatable: false,
+        from_toml: |s, v| {
+            s.listen
+                .set_port(port("hbase.regionserver.thrift.port", v)?);
+            Ok(())
+        },
+        from_flag: no_flag,
+        show: |s| s.listen.port().to_string(),
+        example: ("19091", ""),
+    },
+    Setting {
+        key: "keel.data.dir",
+        flag: Some("data-dir"),
+        value_name: "DIR",
+        help: "the store's directory, created if needed",
+        repeatable: false,
+        from_toml: |s, v| {
+            s.data_dir = PathBuf::from(string("keel.data.dir", v)?);
+            Ok(())
+        },
+        from_flag: |s, text| {
+            s.data_dir = PathBuf::from(text);
+            Ok(())
+        },
+        show: |s| s.data_dir.display().to_string(),
+        example: ("\"/srv/keel\"", "/srv/keel"),
+    },
+    Setting {
+        key: "keel.status.listen",
+        flag: Some("status-listen"),
+        value_name: "ADDR|off",
+        help: "the status port: /metrics, / and /status.json (off: none)",
+        repeatable: false,
+        from_toml: |s, v| {
+            s.status_listen = parse_status_listen(string("keel.status.listen", v)?)?;
+            Ok(())
+        },
+        from_flag: |s, text| {
+            s.status_listen = parse_status_listen(text)?;
+            Ok(())
+        },
+        show: |s| s.status_listen.map_or("off".to_string(), |a| a.to_string()),
+        example: ("\"off\"", "off"),
+    },
+    Setting {
+        key: "hbase.regionserver.info.port",
+        flag: None,
+        value_name: "PORT",
+        help: "the status port's port alone",
+        repeatable: false,
+        from_toml: |s, v| {
+            let mut address = s
+                .status_listen
+                .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9095)));
+            address.set_port(port("hbase.regionserver.info.port", v)?);
+            s.status_listen = Some(address);
+            Ok(())
+        },
+        from_flag: no_flag,
+        show: |s| {
+            s.status_listen
+                .map_or("off".to_string(), |a| a.port().to_string())
+        },
+        example: ("16030", ""),
+    },
+    plain!(
+        "hbase.regionserver.handler.count",
+        "handler-count",
+        "N",
+        "handler threads of the RPC executor",
+        handler_count,
+        usize_of,
+        ("8", "8")
+    ),
+    plain!(
+        "hbase.ipc.server.callqueue.handler.factor",
+        "handler-factor",
+        "F",
+        "call queues per handler",
+        handler_factor,
+        float,
+        ("0.5", "0.5")
+    ),
+    plain!(
+        "hbase.ipc.server.callqueue.read.ratio",
+        "read-ratio",
+        "F",
+        "share of queues and handlers for reads (0: one shared pool)",
+        read_ratio,
+        float,
+        ("0.5", "0.5")
+    ),
+    plain!(
+        "hbase.ipc.server.callqueue.scan.ratio",
+        "scan-ratio",
+        "F",
+        "share of the read queues for scans",
+        scan_ratio,
+        float,
+        ("0.25", "0.25")
+    ),
+    plain!(
+        "hbase.hregion.memstore.flush.size",
+        "flush-size",
+        "BYTES",
+        "a region's memstore size that triggers a flush",
+        flush_size,
+        int,
+        ("1048576", "1048576")
+    ),
+    plain!(
+        "hbase.hregion.memstore.block.multiplier",
+        "block-multiplier",
+        "N",
+        "writes are refused above flush size × this",
+        block_multiplier,
+        int,
+        ("8", "8")
+    ),
+    plain!(
+        "hbase.hstore.blockingStoreFiles",
+        "blocking-store-files",
+        "N",
+        "store files at which a store's flushes wait for compaction",
+        blocking_store_files,
+        usize_of,
+        ("32", "32")
+    ),
+    Setting {
+        key: "hbase.regionserver.thrift.framed.max_frame_size_in_mb",
+        flag: Some("max-frame"),
+        value_name: "BYTES",
+        help: "largest request frame (the key in MiB, the flag in bytes)",
+        repeatable: false,
+        from_toml: |s, v| {
+            let mib = usize_of("hbase.regionserver.thrift.framed.max_frame_size_in_mb", v)?;
+            s.max_frame = mib.saturating_mul(1 << 20);
+            Ok(())
+        },
+        from_flag: |s, text| {
+            s.max_frame = parse("max-frame", text)?;
+            Ok(())
+        },
+        show: |s| s.max_frame.to_string(),
+        example: ("8", "8388608"),
+    },
+    millis!(
+        "hbase.client.scanner.timeout.period",
+        "scanner-lease-ms",
+        "an open scanner unused this long is closed",
+        scanner_lease,
+        "5000"
+    ),
+    plain!(
+        "keel.max.connections",
+        "max-connections",
+        "N",
+        "open connections at most; more are closed at accept",
+        max_connections,
+        usize_of,
+        ("10", "10")
+    ),
+    millis!(
+        "hbase.thrift.server.socket.read.timeout",
+        "request-timeout-ms",
+        "a request begun must arrive whole within this",
+        request_timeout,
+        "5000"
+    ),
+    millis!(
+        "hbase.thrift.connection.max-idletime",
+        "idle-timeout-ms",
+        "an idle connection is closed after this",
+        idle_timeout,
+        "30000"
+    ),
+    plain!(
+        "keel.max.open.scanners",
+        "max-open-scanners",
+        "N",
+        "open scanners at most",
+        max_open_scanners,
+        usize_of,
+        ("100", "100")
+    ),
+    plain!(
+        "hbase.server.allocator.pool.enabled",
+        "pool-enabled",
+        "BOOL",
+        "request buffers from the fixed-size pool (false: plain allocation)",
+        pool_enabled,
+        boolean,
+        ("false", "false")
+    ),
+    Setting {
+        key: "keel.server.request.buffers",
+        flag: Some("request-buffers"),
+        value_name: "DESIGN",
+        help: "any request-buffer design: fixed-pool, plain, per-connection, shared-average",
+        repeatable: false,
+        from_toml: |s, v| {
+            let text = string("keel.server.request.buffers", v)?;
+            s.request_buffers = Some(
+                text.parse()
+                    .map_err(|e| format!("keel.server.request.buffers: {e}"))?,
+            );
+            Ok(())
+        },
+        from_flag: |s, text| {
+            s.request_buffers = Some(parse("request-buffers", text)?);
+            Ok(())
+        },
+        show: |s| s.buffer_strategy().to_string(),
+        example: ("\"shared-average\"", "shared-average"),
+    },
+    Setting {
+        key: "hbase.ipc.server.max.callqueue.length",
+        flag: Some("max-queue-length"),
+        value_name: "N",
+        help: "calls per queue before refusals (default: handlers / queues × 10)",
+        repeatable: false,
+        from_toml: |s, v| {
+            s.max_queue_length = Some(usize_of("hbase.ipc.server.max.callqueue.length", v)?);
+            Ok(())
+        },
+        from_flag: |s, text| {
+            s.max_queue_length = Some(parse("max-queue-length", text)?);
+            Ok(())
+        },
+        show: |s| {
+            s.max_queue_length
+                .map_or("handlers / queues × 10".into(), |n| n.to_string())
+        },
+        example: ("50", "50"),
+    },
+    plain!(
+        "hbase.ipc.server.max.callqueue.size",
+        "max-queued-bytes",
+        "BYTES",
+        "bytes of queued and running calls before refusals",
+        max_queued_bytes,
+        int,
+        ("1048576", "1048576")
+    ),
+    plain!(
+        "hbase.wal.hsync",
+        "wal-hsync",
+        "BOOL",
+        "acknowledge writes after the WAL's fdatasync (survives a power cut), not once written to the OS",
+        wal_hsync,
+        boolean,
+        ("true", "true")
+    ),
+    plain!(
+        "keel.table.max.families",
+        "max-families",
+        "N",
+        "column families a table may have",
+        max_families_per_table,
+        usize_of,
+        ("16", "16")
+    ),
+    Setting {
+        key: "table.NAME.durability",
+        flag: Some("table-durability"),
+        value_name: "NAME=LEVEL",
+        help: "a table's durability (SKIP_WAL, ASYNC_WAL, SYNC_WAL, FSYNC_WAL), HBase's table DURABILITY; repeatable",
+        repeatable: true,
+        // Read from the `[table.NAME]` sections; see `apply_table_sections`.
+        from_toml: |_, _| Err("table durability is set in a [table.NAME] section".to_string()),
+        from_flag: |s, text| {
+            let (name, level) = parse_table_durability(text)?;
+            s.table_durability.insert(name, level);
+            Ok(())
+        },
+        show: |s| {
+            if s.table_durability.is_empty() {
+                "the server's".to_string()
+            } else {
+                let pairs: Vec<String> = s
+                    .table_durability
+                    .iter()
+                    .map(|(t, d)| format!("{t}={d}"))
+                    .collect();
+                pairs.join(",")
+            }
+        },
+        example: ("\"FSYNC_WAL\"", "orders=FSYNC_WAL"),
+    },
+];
+
+/// The table section's pseudo key.
+const TABLE_KEY: &str = "table.NAME.durability";
 
 fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::Value>) {
     for (key, value) in table {
@@ -168,90 +612,24 @@ impl Settings {
         let mut keys = BTreeMap::new();
         flatten("", &table, &mut keys);
         for (key, value) in keys {
-            let int = || {
-                value
-                    .as_integer()
-                    .filter(|&v| v >= 0)
-                    .ok_or_else(|| format!("{key}: expected a non-negative integer, got {value}"))
-            };
-            let float = || {
-                value
-                    .as_float()
-                    .or_else(|| value.as_integer().map(|i| i as f64))
-                    .ok_or_else(|| format!("{key}: expected a number, got {value}"))
-            };
-            let string = || {
-                value
-                    .as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| format!("{key}: expected a string, got {value}"))
-            };
-            match key.as_str() {
-                "keel.listen" => {
-                    self.listen = string()?.parse().map_err(|e| format!("{key}: {e}"))?;
-                }
-                "hbase.regionserver.thrift.port" => {
-                    let port = u16::try_from(int()?).map_err(|_| format!("{key}: not a port"))?;
-                    self.listen.set_port(port);
-                }
-                "keel.data.dir" => self.data_dir = PathBuf::from(string()?),
-                "keel.status.listen" => self.status_listen = parse_status_listen(&string()?)?,
-                "hbase.regionserver.info.port" => {
-                    let port = u16::try_from(int()?).map_err(|_| format!("{key}: not a port"))?;
-                    let mut address = self
-                        .status_listen
-                        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 9095)));
-                    address.set_port(port);
-                    self.status_listen = Some(address);
-                }
-                "hbase.regionserver.handler.count" => self.handler_count = int()? as usize,
-                "hbase.ipc.server.callqueue.handler.factor" => self.handler_factor = float()?,
-                "hbase.ipc.server.callqueue.read.ratio" => self.read_ratio = float()?,
-                "hbase.ipc.server.callqueue.scan.ratio" => self.scan_ratio = float()?,
-                "hbase.hregion.memstore.flush.size" => self.flush_size = int()? as u64,
-                "hbase.hregion.memstore.block.multiplier" => self.block_multiplier = int()? as u64,
-                "hbase.hstore.blockingStoreFiles" => self.blocking_store_files = int()? as usize,
-                "hbase.regionserver.thrift.framed.max_frame_size_in_mb" => {
-                    self.max_frame = (int()? as usize).saturating_mul(1 << 20);
-                }
-                "hbase.client.scanner.timeout.period" => {
-                    self.scanner_lease = Duration::from_millis(int()? as u64);
-                }
-                "keel.max.connections" => self.max_connections = int()? as usize,
-                "hbase.thrift.server.socket.read.timeout" => {
-                    self.request_timeout = Duration::from_millis(int()? as u64);
-                }
-                "hbase.thrift.connection.max-idletime" => {
-                    self.idle_timeout = Duration::from_millis(int()? as u64);
-                }
-                "keel.max.open.scanners" => self.max_open_scanners = int()? as usize,
-                "hbase.ipc.server.max.callqueue.length" => {
-                    self.max_queue_length = Some(int()? as usize);
-                }
-                "hbase.ipc.server.max.callqueue.size" => self.max_queued_bytes = int()? as u64,
-                "hbase.server.allocator.pool.enabled" => {
-                    self.pool_enabled = value
-                        .as_bool()
-                        .ok_or_else(|| format!("{key}: expected true or false, got {value}"))?;
-                }
-                "hbase.wal.hsync" => {
-                    self.wal_hsync = value
-                        .as_bool()
-                        .ok_or_else(|| format!("{key}: expected true or false, got {value}"))?;
-                }
-                "keel.table.max.families" => self.max_families_per_table = int()? as usize,
-                "keel.server.request.buffers" => {
-                    self.request_buffers =
-                        Some(string()?.parse().map_err(|e| format!("{key}: {e}"))?);
-                }
-                _ => return Err(format!("keel.toml: unknown key {key}")),
-            }
+            let setting = SETTINGS
+                .iter()
+                .find(|s| s.key == key && s.key != TABLE_KEY)
+                .ok_or_else(|| format!("keel.toml: unknown key {key}"))?;
+            (setting.from_toml)(self, &value)?;
         }
         Ok(())
     }
-}
 
-impl Settings {
+    /// Applies one flag (named without its dashes) with its text.
+    pub fn apply_flag(&mut self, flag: &str, text: &str) -> Result<(), String> {
+        let setting = SETTINGS
+            .iter()
+            .find(|s| s.flag == Some(flag))
+            .ok_or_else(|| format!("unknown flag --{flag}"))?;
+        (setting.from_flag)(self, text)
+    }
+
     fn apply_table_sections(&mut self, tables: &toml::Value) -> Result<(), String> {
         let tables = tables.as_table().ok_or_else(|| {
             "keel.toml: [table] holds one section per table: [table.NAME]".to_string()
@@ -265,9 +643,7 @@ impl Settings {
             for (key, value) in section {
                 match key.as_str() {
                     "durability" => {
-                        let level = value
-                            .as_str()
-                            .ok_or_else(|| format!("table.{name}.durability: expected a string"))?
+                        let level = string(&format!("table.{name}.durability"), value)?
                             .parse()
                             .map_err(|e| format!("table.{name}.durability: {e}"))?;
                         self.table_durability.insert(name.clone(), level);
@@ -282,120 +658,32 @@ impl Settings {
         }
         Ok(())
     }
+
+    /// The settings section of `docs/server.md`: every setting's key, flag, default and use,
+    /// as a Markdown table.
+    pub fn docs_table() -> String {
+        let defaults = Settings::default();
+        let mut out = String::from("| `keel.toml` key | flag | default | what it does |\n");
+        out.push_str("|---|---|---|---|\n");
+        for s in SETTINGS {
+            let key = if s.key == TABLE_KEY {
+                "`[table.NAME]` `durability`".to_string()
+            } else {
+                format!("`{}`", s.key)
+            };
+            // A `|` inside a table cell must be escaped, code span or not.
+            let flag = s.flag.map_or("—".to_string(), |f| {
+                format!("`--{f} {}`", s.value_name.replace('|', "\\|"))
+            });
+            out.push_str(&format!(
+                "| {key} | {flag} | {} | {} |\n",
+                (s.show)(&defaults),
+                s.help
+            ));
+        }
+        out
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hbase_keys_in_either_form_and_errors_that_name_the_key() {
-        let mut s = Settings::default();
-        s.apply_toml(
-            r#"
-            "hbase.regionserver.handler.count" = 8
-            "hbase.ipc.server.callqueue.read.ratio" = 0.5
-            "keel.data.dir" = "/tmp/x"
-
-            [hbase.hregion.memstore]
-            "flush.size" = 1048576
-
-            [hbase.regionserver.thrift]
-            port = 19090
-
-            [hbase.server.allocator.pool]
-            enabled = false
-            "#,
-        )
-        .expect("valid");
-        assert_eq!(s.handler_count, 8);
-        assert_eq!(s.read_ratio, 0.5);
-        assert_eq!(s.flush_size, 1 << 20);
-        assert_eq!(s.listen.port(), 19090);
-        assert_eq!(s.data_dir, PathBuf::from("/tmp/x"));
-        assert!(!s.pool_enabled);
-        assert_eq!(s.buffer_strategy(), Strategy::Plain);
-        let mut design = Settings::default();
-        assert_eq!(design.buffer_strategy(), Strategy::FixedPool);
-        design
-            .apply_toml("[keel.server.request]\nbuffers = \"shared-average\"")
-            .expect("a design by name");
-        assert_eq!(design.buffer_strategy(), Strategy::SharedAverage);
-        let wrong = Settings::default()
-            .apply_toml("\"keel.server.request.buffers\" = \"pooled\"")
-            .expect_err("unknown design");
-        assert!(
-            wrong.contains("keel.server.request.buffers") && wrong.contains("per-connection"),
-            "{wrong}"
-        );
-        assert_eq!(
-            s.status_listen,
-            Some("127.0.0.1:9095".parse().expect("address"))
-        );
-        let mut off = Settings::default();
-        off.apply_toml("\"keel.status.listen\" = \"off\"")
-            .expect("off");
-        assert_eq!(off.status_listen, None);
-        let mut port = Settings::default();
-        port.apply_toml("\"hbase.regionserver.info.port\" = 16030")
-            .expect("port");
-        assert_eq!(port.status_listen.map(|a| a.port()), Some(16030));
-        assert!(
-            Settings::default()
-                .apply_toml("\"keel.status.listen\" = \"nowhere\"")
-                .is_err()
-        );
-        let unknown = Settings::default()
-            .apply_toml("\"hbase.made.up\" = 1")
-            .expect_err("unknown");
-        assert!(unknown.contains("hbase.made.up"), "{unknown}");
-        let wrong = Settings::default()
-            .apply_toml("\"hbase.regionserver.handler.count\" = \"many\"")
-            .expect_err("type");
-        assert!(
-            wrong.contains("hbase.regionserver.handler.count"),
-            "{wrong}"
-        );
-        assert!(Settings::default().apply_toml("not toml [").is_err());
-    }
-
-    #[test]
-    fn durability_for_the_server_and_per_table() {
-        let mut s = Settings::default();
-        assert_eq!(s.default_durability(), Durability::SyncWal);
-        s.apply_toml(
-            r#"
-            "hbase.wal.hsync" = true
-            [table.orders]
-            durability = "FSYNC_WAL"
-            [table."a.b"]
-            durability = "async_wal"
-            "#,
-        )
-        .expect("valid");
-        assert_eq!(s.default_durability(), Durability::FsyncWal);
-        assert_eq!(s.table_durability["orders"], Durability::FsyncWal);
-        assert_eq!(s.table_durability["a.b"], Durability::AsyncWal);
-        for (bad, says) in [
-            (
-                "[table.\"..\"]\ndurability = \"SYNC_WAL\"",
-                "first character",
-            ),
-            (
-                "[table.t]\ndurability = \"SOMETIMES\"",
-                "unknown durability",
-            ),
-            ("[table.t]\nversions = 3", "unknown key table.t.versions"),
-            ("\"hbase.wal.hsync\" = 1", "hbase.wal.hsync"),
-        ] {
-            let err = Settings::default().apply_toml(bad).expect_err(bad);
-            assert!(err.contains(says), "{bad}: {err}");
-        }
-        assert_eq!(
-            parse_table_durability("t=FSYNC_WAL"),
-            Ok(("t".to_string(), Durability::FsyncWal))
-        );
-        assert!(parse_table_durability("../t=FSYNC_WAL").is_err());
-        assert!(parse_table_durability("t").is_err());
-    }
-}
+mod tests;

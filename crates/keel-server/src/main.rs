@@ -9,14 +9,12 @@
     reason = "the server says where it listens, and when it stops"
 )]
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use keel_region::{RegionServer, ServerOptions};
-use keel_server::config::Settings;
+use keel_server::config::{SETTINGS, Settings};
 use keel_server::{Handler, HandlerOptions, NetOptions, StatusOptions, StatusServer, ThriftServer};
 
 /// Keel's server.
@@ -33,85 +31,67 @@ enum Command {
     Serve(Serve),
 }
 
-/// Flags override `--config`, which overrides HBase's defaults.
-#[derive(Debug, clap::Args)]
+/// `keel serve`'s flags: `--config` and one per setting of keel-server's settings table
+/// (`keel_server::config::SETTINGS`), so the flags, the `keel.toml` keys and the docs cannot
+/// drift apart. Flags override `--config`, which overrides HBase's defaults.
+#[derive(Debug)]
 struct Serve {
-    /// A `keel.toml` with HBase's keys (`hbase.regionserver.handler.count`, …).
-    #[arg(long)]
+    /// A `keel.toml` with HBase's keys.
     config: Option<PathBuf>,
-    /// `keel.listen`: where to listen (default 127.0.0.1:9090; loopback unless you choose).
-    #[arg(long)]
-    listen: Option<SocketAddr>,
-    /// `keel.data.dir`: the store's directory (default ./keel-data, created if needed).
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// `keel.status.listen`: the status port, with /metrics, / and /status.json (default
-    /// 127.0.0.1:9095; `off` for none).
-    #[arg(long, value_name = "ADDR|off")]
-    status_listen: Option<String>,
-    /// `hbase.regionserver.handler.count` (30).
-    #[arg(long)]
-    handler_count: Option<usize>,
-    /// `hbase.ipc.server.callqueue.read.ratio` (0.0).
-    #[arg(long)]
-    read_ratio: Option<f64>,
-    /// `hbase.ipc.server.callqueue.scan.ratio` (0.0).
-    #[arg(long)]
-    scan_ratio: Option<f64>,
-    /// `hbase.hregion.memstore.flush.size`, bytes (128 MiB).
-    #[arg(long)]
-    flush_size: Option<u64>,
-    /// Largest request frame, bytes (16 MiB).
-    #[arg(long)]
-    max_frame: Option<usize>,
-    /// `hbase.ipc.server.callqueue.handler.factor` (0.1).
-    #[arg(long)]
-    handler_factor: Option<f64>,
-    /// `hbase.hregion.memstore.block.multiplier` (4).
-    #[arg(long)]
-    block_multiplier: Option<u64>,
-    /// `hbase.hstore.blockingStoreFiles` (16).
-    #[arg(long)]
-    blocking_store_files: Option<usize>,
-    /// `hbase.client.scanner.timeout.period`, ms (60 000).
-    #[arg(long)]
-    scanner_lease_ms: Option<u64>,
-    /// `keel.max.connections` (1 000).
-    #[arg(long)]
-    max_connections: Option<usize>,
-    /// `hbase.thrift.server.socket.read.timeout`, ms (60 000).
-    #[arg(long)]
-    request_timeout_ms: Option<u64>,
-    /// `hbase.thrift.connection.max-idletime`, ms (600 000).
-    #[arg(long)]
-    idle_timeout_ms: Option<u64>,
-    /// `keel.max.open.scanners` (10 000).
-    #[arg(long)]
-    max_open_scanners: Option<usize>,
-    /// `hbase.server.allocator.pool.enabled` (true).
-    #[arg(long)]
-    pool_enabled: Option<bool>,
-    /// `keel.server.request.buffers`: fixed-pool, plain, per-connection or shared-average
-    /// (default: as --pool-enabled says).
-    #[arg(long)]
-    request_buffers: Option<keel_bufpool::Strategy>,
-    /// `hbase.ipc.server.max.callqueue.length` (handlers / queues × 10).
-    #[arg(long)]
-    max_queue_length: Option<usize>,
-    /// `hbase.ipc.server.max.callqueue.size`, bytes (1 GiB).
-    #[arg(long)]
-    max_queued_bytes: Option<u64>,
-    /// `hbase.wal.hsync` (false): acknowledge writes after the WAL's fsync (survives a power
-    /// cut) rather than once written to the OS (survives a process crash).
-    #[arg(long)]
-    wal_hsync: Option<bool>,
-    /// A table's durability, `NAME=LEVEL` with HBase's levels (SKIP_WAL, ASYNC_WAL, SYNC_WAL,
-    /// FSYNC_WAL); repeatable. The `[table.NAME]` section of keel.toml does the same.
-    #[arg(long, value_name = "NAME=LEVEL", value_parser = keel_server::config::parse_table_durability)]
-    table_durability: Vec<(String, keel_region::Durability)>,
-    /// `keel.table.max.families` (256).
-    #[arg(long)]
-    max_families: Option<usize>,
+    /// Each setting flag given, in order, with its text.
+    flags: Vec<(&'static str, String)>,
+}
+
+impl clap::FromArgMatches for Serve {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Serve, clap::Error> {
+        let mut flags = Vec::new();
+        for setting in SETTINGS {
+            let Some(flag) = setting.flag else { continue };
+            if let Some(values) = matches.get_many::<String>(flag) {
+                flags.extend(values.map(|v| (flag, v.clone())));
+            }
+        }
+        Ok(Serve {
+            config: matches.get_one::<PathBuf>("config").cloned(),
+            flags,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Serve::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for Serve {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        let mut command = command.arg(
+            clap::Arg::new("config")
+                .long("config")
+                .value_name("FILE")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help("A keel.toml with HBase's keys (hbase.regionserver.handler.count, …)"),
+        );
+        for setting in SETTINGS {
+            let Some(flag) = setting.flag else { continue };
+            command = command.arg(
+                clap::Arg::new(flag)
+                    .long(flag)
+                    .value_name(setting.value_name)
+                    .help(format!("`{}`: {}", setting.key, setting.help))
+                    .action(if setting.repeatable {
+                        clap::ArgAction::Append
+                    } else {
+                        clap::ArgAction::Set
+                    }),
+            );
+        }
+        command
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        Serve::augment_args(command)
+    }
 }
 
 fn settings(args: &Serve) -> Result<Settings, String> {
@@ -121,46 +101,8 @@ fn settings(args: &Serve) -> Result<Settings, String> {
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         s.apply_toml(&text)?;
     }
-    if let Some(v) = &args.data_dir {
-        s.data_dir.clone_from(v);
-    }
-    if let Some(v) = &args.status_listen {
-        s.status_listen = keel_server::config::parse_status_listen(v)?;
-    }
-    for (name, level) in &args.table_durability {
-        s.table_durability.insert(name.clone(), *level);
-    }
-    // Each flag given replaces the setting (converted `via` a function where units differ).
-    macro_rules! flags {
-        ($($flag:ident => $field:ident $(via $map:expr)?),* $(,)?) => {
-            $(if let Some(v) = args.$flag {
-                s.$field = flags!(@convert v $(, $map)?);
-            })*
-        };
-        (@convert $v:ident) => { $v };
-        (@convert $v:ident, $map:expr) => { ($map)($v) };
-    }
-    flags! {
-        listen => listen,
-        handler_count => handler_count,
-        handler_factor => handler_factor,
-        read_ratio => read_ratio,
-        scan_ratio => scan_ratio,
-        flush_size => flush_size,
-        block_multiplier => block_multiplier,
-        blocking_store_files => blocking_store_files,
-        max_frame => max_frame,
-        scanner_lease_ms => scanner_lease via Duration::from_millis,
-        max_connections => max_connections,
-        request_timeout_ms => request_timeout via Duration::from_millis,
-        idle_timeout_ms => idle_timeout via Duration::from_millis,
-        max_open_scanners => max_open_scanners,
-        pool_enabled => pool_enabled,
-        request_buffers => request_buffers via Some,
-        max_queue_length => max_queue_length via Some,
-        max_queued_bytes => max_queued_bytes,
-        wal_hsync => wal_hsync,
-        max_families => max_families_per_table,
+    for (flag, text) in &args.flags {
+        s.apply_flag(flag, text)?;
     }
     Ok(s)
 }
