@@ -3,25 +3,23 @@
 //! [`Call`] in, one [`Reply`] or [`HbaseError`] out. Transport-free, so every rule is tested
 //! without a socket.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use keel_cell::{Cell, LATEST_TIMESTAMP, escape_bytes};
 use keel_region::matcher::{ReadQuery, TimeRange};
 use keel_region::{
-    BloomType, ColumnValueFilter, CompareOp, Durability, FamilyOptions, RegionError, RegionScanner,
-    RegionServer, Scan, Table,
+    BloomType, ColumnValueFilter, CompareOp, Durability, FamilyOptions, RegionError, RegionServer,
+    Scan, Table,
 };
-use keel_sync::Mutex;
 use keel_thrift::hbase::{
     BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TAppend, TCell, TColumn,
     TIncrement, TRegionInfo, TRowResult, TScan,
 };
 
 use crate::columns::{self, ColumnSpec};
+use crate::scanners::{ScannerLimits, Scanners};
 
 /// The handler's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,27 +47,18 @@ impl Default for HandlerOptions {
     }
 }
 
-struct OpenScanner {
-    /// The connection that opened it (0 for embedded callers).
-    connection: u64,
-    scanner: RegionScanner,
-    sort_columns: bool,
-    last_used: Instant,
-}
-
 /// Executes calls against a [`RegionServer`].
 pub struct Handler {
     server: Arc<RegionServer>,
     options: HandlerOptions,
-    scanners: Mutex<HashMap<i32, OpenScanner>>,
-    next_scanner: AtomicI32,
+    scanners: Arc<Scanners>,
 }
 
 impl std::fmt::Debug for Handler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Handler")
             .field("options", &self.options)
-            .field("open_scanners", &self.scanners.lock().len())
+            .field("open_scanners", &self.scanners.len())
             .finish_non_exhaustive()
     }
 }
@@ -209,19 +198,25 @@ fn parse_filter(filter: &[u8]) -> Result<ColumnValueFilter, HbaseError> {
 
 impl Handler {
     /// A handler over `server`.
+    /// A handler over `server`. A timer closes scanners whose lease ran out.
     pub fn new(server: Arc<RegionServer>, options: HandlerOptions) -> Handler {
+        let scanners = Scanners::new(ScannerLimits {
+            lease: options.scanner_lease,
+            max_open: options.max_open_scanners,
+            max_per_connection: options.max_scanners_per_connection,
+        });
+        Scanners::start_lease_timer(&scanners);
         Handler {
             server,
             options,
-            scanners: Mutex::new(HashMap::new()),
-            next_scanner: AtomicI32::new(1),
+            scanners,
         }
     }
 
     /// Scanners open now (after closing those whose lease ran out).
     pub fn open_scanners(&self) -> usize {
-        self.expire_scanners();
-        self.scanners.lock().len()
+        self.scanners.expire();
+        self.scanners.len()
     }
 
     fn table(&self, name: &Bytes) -> Result<Table, HbaseError> {
@@ -229,24 +224,15 @@ impl Handler {
         self.server.table(&name).map_err(from_region)
     }
 
-    fn expire_scanners(&self) {
-        let lease = self.options.scanner_lease;
-        self.scanners
-            .lock()
-            .retain(|_, open| open.last_used.elapsed() < lease);
-    }
-
     /// Executes one call (as an embedded caller: connection 0).
     pub fn handle(&self, call: Call) -> Result<Reply, HbaseError> {
         self.handle_on(0, call)
     }
 
-    /// Closes every scanner `connection` opened (it went away) and returns how many.
+    /// Closes every scanner `connection` opened (it went away) and returns how many; one a
+    /// call is reading from right now is dropped when that call is done.
     pub fn close_connection(&self, connection: u64) -> usize {
-        let mut scanners = self.scanners.lock();
-        let before = scanners.len();
-        scanners.retain(|_, open| open.connection != connection);
-        before - scanners.len()
+        self.scanners.close_connection(connection)
     }
 
     /// Executes one call made on `connection` (scanners are counted and closed per connection).
@@ -317,11 +303,11 @@ impl Handler {
                 .increment(&table, &row, &column, amount)
                 .map(Reply::I64),
             Call::ScannerOpen { table, scan } => self.open_scanner(connection, &table, scan),
-            Call::ScannerGet { id, rows } => self.scanner_get(id, rows),
-            Call::ScannerClose { id } => match self.scanners.lock().remove(&id) {
-                Some(_) => Ok(Reply::Void),
-                None => Err(illegal(format!("no open scanner {id}"))),
-            },
+            Call::ScannerGet { id, rows } => self.scanner_get(connection, id, rows),
+            Call::ScannerClose { id } => {
+                self.scanners.close(connection, id)?;
+                Ok(Reply::Void)
+            }
             Call::IncrementRows { increments } => {
                 for TIncrement {
                     table,
@@ -750,25 +736,7 @@ impl Handler {
         table: &Bytes,
         scan: TScan,
     ) -> Result<Reply, HbaseError> {
-        self.expire_scanners();
-        {
-            let scanners = self.scanners.lock();
-            if scanners.len() >= self.options.max_open_scanners {
-                return Err(io(format!(
-                    "too many open scanners ({}); close some",
-                    self.options.max_open_scanners
-                )));
-            }
-            let mine = scanners
-                .values()
-                .filter(|open| open.connection == connection)
-                .count();
-            if mine >= self.options.max_scanners_per_connection {
-                return Err(io(format!(
-                    "this connection has {mine} open scanners, the most it may; close some"
-                )));
-            }
-        }
+        self.scanners.check_room(connection)?;
         let t = self.table(table)?;
         let reversed = scan.reversed.unwrap_or(false);
         let region_scan = Scan {
@@ -793,34 +761,22 @@ impl Handler {
             ..Scan::all(now_ms())
         };
         let scanner = t.region().scanner(&region_scan).map_err(from_region)?;
-        let id = self.next_scanner.fetch_add(1, Ordering::Relaxed);
-        self.scanners.lock().insert(
-            id,
-            OpenScanner {
-                connection,
-                scanner,
-                sort_columns: scan.sort_columns.unwrap_or(false),
-                last_used: Instant::now(),
-            },
-        );
+        let id = self
+            .scanners
+            .insert(connection, scanner, scan.sort_columns.unwrap_or(false));
         Ok(Reply::I32(id))
     }
 
-    fn scanner_get(&self, id: i32, rows: i32) -> Result<Reply, HbaseError> {
-        self.expire_scanners();
-        // Taken out while it reads, so other scanners are not held up behind this one.
-        let mut open = self
-            .scanners
-            .lock()
-            .remove(&id)
-            .ok_or_else(|| illegal(format!("no open scanner {id}")))?;
+    fn scanner_get(&self, connection: u64, id: i32, rows: i32) -> Result<Reply, HbaseError> {
+        // Lent out while it reads, so other scanners are not held up behind this one.
+        let mut lent = self.scanners.lend(connection, id)?;
         let mut out = Vec::new();
         let mut failure = None;
         for _ in 0..rows.max(1) {
-            match open.scanner.next() {
+            match lent.scanner.next() {
                 Some(Ok(cells)) => {
                     let row = cells.first().map(|c| c.row().clone()).unwrap_or_default();
-                    out.push(row_result(row, &cells, open.sort_columns));
+                    out.push(row_result(row, &cells, lent.sort_columns));
                 }
                 Some(Err(e)) => {
                     failure = Some(from_region(e));
@@ -829,8 +785,7 @@ impl Handler {
                 None => break,
             }
         }
-        open.last_used = Instant::now();
-        self.scanners.lock().insert(id, open);
+        self.scanners.give_back(id, lent);
         match failure {
             Some(e) => Err(e),
             None => Ok(Reply::Rows(out)),

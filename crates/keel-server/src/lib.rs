@@ -11,6 +11,7 @@ pub mod columns;
 pub mod config;
 mod handler;
 mod net;
+mod scanners;
 pub mod status;
 
 pub use handler::{Handler, HandlerOptions};

@@ -63,7 +63,7 @@ impl Decoder for BinaryDecoder {
     }
 
     fn read_struct_begin(&mut self) -> Result<()> {
-        self.cursor.enter()
+        self.cursor.enter_struct()
     }
 
     fn read_struct_end(&mut self) -> Result<()> {
@@ -149,6 +149,10 @@ impl Decoder for BinaryDecoder {
 
     fn position(&self) -> usize {
         self.cursor.pos
+    }
+
+    fn decoded(&self) -> usize {
+        self.cursor.decoded
     }
 }
 

@@ -135,7 +135,7 @@ impl Decoder for CompactDecoder {
     }
 
     fn read_struct_begin(&mut self) -> Result<()> {
-        self.cursor.enter()?;
+        self.cursor.enter_struct()?;
         self.last_ids.push(self.last_id);
         self.last_id = 0;
         Ok(())
@@ -236,6 +236,10 @@ impl Decoder for CompactDecoder {
 
     fn position(&self) -> usize {
         self.cursor.pos
+    }
+
+    fn decoded(&self) -> usize {
+        self.cursor.decoded
     }
 }
 

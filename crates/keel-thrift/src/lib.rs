@@ -6,9 +6,10 @@
 //!   the binary protocol ([`BinaryDecoder`], [`BinaryEncoder`]: strict header, big-endian) and
 //!   the compact protocol ([`CompactDecoder`], [`CompactEncoder`]). Struct codecs are written
 //!   once against the traits. Unknown fields are skipped with [`Decoder::skip`].
-//! - Limits ([`Limits`]): string length, container length, nesting depth; a container may not
-//!   declare more elements than the bytes left could hold, so nothing is ever allocated for a
-//!   lie. Running out of bytes is [`ThriftError::Incomplete`] (on a buffered connection: read
+//! - Limits ([`Limits`]): string length, container length, nesting depth, and the decoded
+//!   message's estimated memory (`max_decoded`, charged as it is decoded and, for a container,
+//!   for every element when its header is read); a container may not declare more elements than
+//!   the bytes left could hold, so nothing is ever allocated for a lie. Running out of bytes is [`ThriftError::Incomplete`] (on a buffered connection: read
 //!   more and decode again); every other error is a malformed message. No input makes a
 //!   decoder panic.
 //! - [`hbase`]: the `Hbase` service's structs, calls and replies (what happybase sends and
@@ -55,5 +56,7 @@ pub use binary::{BinaryDecoder, BinaryEncoder};
 pub use client::{Client, ClientError};
 pub use compact::{CompactDecoder, CompactEncoder};
 pub use error::{Result, ThriftError};
-pub use protocol::{Decoder, Encoder};
+pub use protocol::{
+    DECODED_BINARY_COST, DECODED_ELEMENT_COST, DECODED_STRUCT_COST, Decoder, Encoder,
+};
 pub use types::{FieldHeader, Limits, MessageHeader, MessageType, TType};

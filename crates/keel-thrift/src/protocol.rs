@@ -41,6 +41,9 @@ pub trait Decoder {
     fn read_container_end(&mut self);
     /// Bytes consumed so far.
     fn position(&self) -> usize;
+    /// The estimated memory of what has been decoded so far (bounded by
+    /// `Limits::max_decoded`): what a server charges a request, not its wire size.
+    fn decoded(&self) -> usize;
 
     /// A `string`: UTF-8 checked.
     fn read_string(&mut self) -> Result<String> {
@@ -139,7 +142,18 @@ pub(crate) struct Cursor {
     pub(crate) pos: usize,
     pub(crate) limits: Limits,
     depth: usize,
+    /// The estimated memory of what has been decoded so far.
+    pub(crate) decoded: usize,
 }
+
+/// What one decoded struct is charged against `Limits::max_decoded`, besides its fields.
+pub const DECODED_STRUCT_COST: usize = 64;
+/// What one element of a list, set or map is charged (its slot in the collection), charged
+/// for every element when the container's header is read, before any is allocated.
+pub const DECODED_ELEMENT_COST: usize = 32;
+/// What one string or binary value is charged (its handle; its bytes are a slice of the
+/// request, already counted as the request's own size).
+pub const DECODED_BINARY_COST: usize = 32;
 
 impl Cursor {
     pub(crate) fn new(buf: Bytes, limits: Limits) -> Cursor {
@@ -148,7 +162,28 @@ impl Cursor {
             pos: 0,
             limits,
             depth: 0,
+            decoded: 0,
         }
+    }
+
+    /// Charges `bytes` of decoded memory, or fails past `Limits::max_decoded`.
+    pub(crate) fn charge(&mut self, bytes: usize) -> Result<()> {
+        self.decoded = self.decoded.saturating_add(bytes);
+        if self.decoded > self.limits.max_decoded {
+            return Err(ThriftError::TooLarge {
+                offset: self.pos,
+                what: "decoded message",
+                size: i64::try_from(self.decoded).unwrap_or(i64::MAX),
+                limit: self.limits.max_decoded,
+            });
+        }
+        Ok(())
+    }
+
+    /// Enters a struct: the depth limit, and its charge.
+    pub(crate) fn enter_struct(&mut self) -> Result<()> {
+        self.enter()?;
+        self.charge(DECODED_STRUCT_COST)
     }
 
     pub(crate) fn remaining(&self) -> usize {
@@ -192,6 +227,7 @@ impl Cursor {
                     limit,
                 })?;
         self.take(len)?;
+        self.charge(DECODED_BINARY_COST)?;
         Ok(self.buf.slice(offset..offset + len))
     }
 
@@ -224,6 +260,7 @@ impl Cursor {
             });
         }
         self.enter()?;
+        self.charge(len.saturating_mul(DECODED_ELEMENT_COST))?;
         Ok(len)
     }
 

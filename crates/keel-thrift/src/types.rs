@@ -137,6 +137,10 @@ pub struct Limits {
     pub max_container: usize,
     /// Deepest nesting of structs and containers (64, Thrift's default recursion limit).
     pub max_depth: usize,
+    /// Most bytes the decoded message may take in memory, estimated as it is decoded (see
+    /// [`crate::DECODED_STRUCT_COST`]): a frame of empty structs is small on the wire and huge
+    /// decoded, so a server bounds this, not only the frame (64 MiB by default).
+    pub max_decoded: usize,
 }
 
 impl Default for Limits {
@@ -145,6 +149,7 @@ impl Default for Limits {
             max_string: 16 << 20,
             max_container: 16 << 20,
             max_depth: 64,
+            max_decoded: 64 << 20,
         }
     }
 }

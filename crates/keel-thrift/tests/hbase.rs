@@ -656,3 +656,53 @@ fn a_prefix_ends_where_its_rows_do() {
     );
     assert_eq!(prefix_stop_row(b""), Bytes::new());
 }
+
+/// A frame of empty structs is small on the wire and huge decoded: `incrementRows` with 4
+/// million empty `TIncrement`s is 4 MB on the wire, and decoded would be ~400 MB of `Vec`
+/// slots. The decoder charges every element when the list header is read and refuses at once,
+/// before anything is allocated; a normal request's charge stays near its size.
+#[test]
+fn decoded_size_is_bounded_before_it_is_allocated() {
+    for (mut e, decode) in both() {
+        use keel_thrift::TType;
+        let flood = request(&mut *e, "incrementRows", |e| {
+            e.write_field_begin(TType::List, 1);
+            e.write_list_begin(TType::Struct, 4_000_000);
+            for _ in 0..4_000_000 {
+                e.write_struct_begin();
+                e.write_struct_end();
+            }
+        });
+        let mut d = decode(flood);
+        let started = std::time::Instant::now();
+        match decode_call(&mut *d) {
+            Err(CallError::Wire(keel_thrift::ThriftError::TooLarge { what, .. })) => {
+                assert_eq!(what, "decoded message");
+            }
+            other => panic!("expected a decoded-size refusal, got {other:?}"),
+        }
+        assert!(d.decoded() <= Limits::default().max_decoded + 4_000_000 * 32);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "refused at the header"
+        );
+        let normal = request(&mut *e, "incrementRows", |e| {
+            e.write_field_begin(TType::List, 1);
+            e.write_list_begin(TType::Struct, 2);
+            for row in ["r1", "r2"] {
+                e.write_struct_begin();
+                binary(e, 1, "t");
+                binary(e, 2, row);
+                binary(e, 3, "cf:n");
+                int64(e, 4, 1);
+                e.write_struct_end();
+            }
+        });
+        let mut d = decode(normal);
+        assert!(matches!(
+            decode_call(&mut *d),
+            Ok((_, Call::IncrementRows { .. }))
+        ));
+        assert!(d.decoded() > 0 && d.decoded() < 1024, "{}", d.decoded());
+    }
+}

@@ -278,7 +278,7 @@ proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..200), compact in any::<bool>()) {
         let protocol = if compact { Protocol::Compact } else { Protocol::Binary };
-        let mut d = decoder(protocol, bytes.clone(), Limits { max_string: 64, max_container: 64, max_depth: 8 });
+        let mut d = decoder(protocol, bytes.clone(), Limits { max_string: 64, max_container: 64, max_depth: 8, max_decoded: 1 << 20 });
         if d.read_message_begin().is_ok() {
             let _ = d.skip(TType::Struct);
         }

@@ -14,6 +14,7 @@ pub fn exercise(data: &[u8]) {
         max_string: 1 << 20,
         max_container: 1 << 16,
         max_depth: 32,
+        max_decoded: 16 << 20,
     };
     let _ = detect(data);
     if let [a, b, c, d, ..] = *data {

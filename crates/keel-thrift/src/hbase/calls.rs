@@ -3,6 +3,7 @@
 //! reply is a [`Reply`] or an [`HbaseError`], and an unknown method is answered with a
 //! `TApplicationException`. Both directions, so the same code serves the server and the client.
 
+use super::PREALLOCATE;
 use bytes::Bytes;
 
 use super::structs::{
@@ -290,7 +291,7 @@ fn read_args(d: &mut dyn Decoder, method: &str) -> Result<Args> {
                 let (element, len) = d.read_list_begin()?;
                 match (element, method) {
                     (TType::Binary, _) => {
-                        let mut items = Vec::with_capacity(len);
+                        let mut items = Vec::with_capacity(len.min(PREALLOCATE));
                         for _ in 0..len {
                             items.push(d.read_binary()?);
                         }

@@ -1,8 +1,12 @@
 //! The `Hbase` service of HBase's Thrift1 gateway (`Hbase.thrift`): its structs, and its calls
 //! and replies on top of [`crate::Decoder`] / [`crate::Encoder`], for the server and the client
-//! alike. See `../shared/research/thrift1-interface.md` for the subset real clients use.
+//! alike. `docs/thrift.md` lists what each call carries.
 
 mod calls;
+
+/// Most elements a collection is given room for before its elements are decoded: its length
+/// comes from the wire, and room for a lie must not be allocated up front.
+const PREALLOCATE: usize = 1024;
 mod replies;
 mod structs;
 

@@ -2,6 +2,7 @@
 //! ([`HbaseError`]) in a result struct, and `TApplicationException` for what the service does not
 //! know. Written by the server, read by the client.
 
+use super::PREALLOCATE;
 use bytes::Bytes;
 
 use super::structs::{
@@ -196,7 +197,7 @@ pub fn decode_reply(d: &mut dyn Decoder) -> Result<DecodedReply> {
             (0, TType::I64) => outcome = Ok(Reply::I64(d.read_i64()?)),
             (0, TType::Map) => {
                 let (_, _, len) = d.read_map_begin()?;
-                let mut families = Vec::with_capacity(len);
+                let mut families = Vec::with_capacity(len.min(PREALLOCATE));
                 for _ in 0..len {
                     families.push((d.read_binary()?, ColumnDescriptor::read(d)?));
                 }

@@ -2,6 +2,7 @@
 //! writable with either protocol. Unknown fields, and known ids with an unexpected type, are
 //! skipped, as generated Thrift code does.
 
+use super::PREALLOCATE;
 use bytes::Bytes;
 
 use crate::error::Result;
@@ -36,7 +37,7 @@ pub(crate) fn read_list<T>(
     mut item: impl FnMut(&mut dyn Decoder) -> Result<T>,
 ) -> Result<Vec<T>> {
     let (_, len) = d.read_list_begin()?;
-    let mut out = Vec::with_capacity(len);
+    let mut out = Vec::with_capacity(len.min(PREALLOCATE));
     for _ in 0..len {
         out.push(item(d)?);
     }
@@ -385,7 +386,7 @@ impl ThriftStruct for TRowResult {
                 (1, TType::Binary) => r.row = d.read_binary()?,
                 (2, TType::Map) => {
                     let (_, _, len) = d.read_map_begin()?;
-                    let mut columns = Vec::with_capacity(len);
+                    let mut columns = Vec::with_capacity(len.min(PREALLOCATE));
                     for _ in 0..len {
                         columns.push((d.read_binary()?, TCell::read(d)?));
                     }
