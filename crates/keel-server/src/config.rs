@@ -74,6 +74,12 @@ pub struct Settings {
     pub table_durability: BTreeMap<String, Durability>,
     /// `keel.table.max.families` (256): column families a table may have.
     pub max_families_per_table: usize,
+    /// `keel.server.inflight.bytes` (256 MiB): requests being received or decoded and replies
+    /// not yet written, across the server; a request that does not fit is refused.
+    pub max_inflight_bytes: u64,
+    /// `keel.server.reply.timeout` in ms (30 000): how long a client has to read a reply before
+    /// its connection is closed.
+    pub reply_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -102,6 +108,8 @@ impl Default for Settings {
             wal_hsync: false,
             table_durability: BTreeMap::new(),
             max_families_per_table: 256,
+            max_inflight_bytes: 256 << 20,
+            reply_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -532,6 +540,22 @@ pub static SETTINGS: &[Setting] = &[
         max_families_per_table,
         usize_of,
         ("16", "16")
+    ),
+    plain!(
+        "keel.server.inflight.bytes",
+        "max-inflight-bytes",
+        "BYTES",
+        "requests being received or decoded and replies not yet written, server-wide; more is refused (CallQueueTooBigException)",
+        max_inflight_bytes,
+        int,
+        ("1048576", "1048576")
+    ),
+    millis!(
+        "keel.server.reply.timeout",
+        "reply-timeout-ms",
+        "how long a client has to read a reply; then its connection is closed (a handler never waits for it)",
+        reply_timeout,
+        "5000"
     ),
     Setting {
         key: "table.NAME.durability",

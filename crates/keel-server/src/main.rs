@@ -135,6 +135,9 @@ fn serve(args: &Serve) -> Result<(), String> {
         max_connections: s.max_connections,
         request_timeout: s.request_timeout,
         idle_timeout: s.idle_timeout,
+        max_inflight_bytes: s.max_inflight_bytes,
+        reply_timeout: s.reply_timeout,
+        max_decoded: s.max_frame.saturating_mul(4),
         ..NetOptions::default()
     };
     options.buffers = s.buffer_strategy();

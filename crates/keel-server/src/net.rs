@@ -21,6 +21,7 @@ use keel_rpc::{Executor, RpcOptions, ShutdownMode};
 
 use crate::Handler;
 
+mod budget;
 mod connection;
 mod dispatch;
 
@@ -44,6 +45,18 @@ pub struct NetOptions {
     /// connection is closed: a client trickling bytes cannot hold a reader forever. HBase
     /// `hbase.thrift.server.socket.read.timeout` (60 s).
     pub request_timeout: Duration,
+    /// Bytes in flight across the server (`keel.server.inflight.bytes`, 256 MiB): half for
+    /// requests being received (a frame is reserved before its body is read) and decoded calls
+    /// (their estimated memory), half for replies not yet written. A request or reply that does
+    /// not fit is refused with HBase's `CallQueueTooBigException` wording.
+    pub max_inflight_bytes: u64,
+    /// Most memory one request may decode to, estimated (`keel-thrift`'s `Limits::max_decoded`;
+    /// 4 × the largest frame).
+    pub max_decoded: usize,
+    /// How long a client has to read a reply; then its connection is closed. A handler never
+    /// waits for it: what the socket does not take at once is written by the connection's own
+    /// writer (`keel.server.reply.timeout`, 30 s).
+    pub reply_timeout: Duration,
     /// The executor's layout (handlers, queues, read and scan shares; HBase's keys).
     pub rpc: RpcOptions,
     /// The request buffer pool's sizes and limits.
@@ -61,6 +74,9 @@ impl Default for NetOptions {
             max_connections: 1000,
             idle_timeout: Duration::from_secs(600),
             request_timeout: Duration::from_secs(60),
+            max_inflight_bytes: 256 << 20,
+            max_decoded: 64 << 20,
+            reply_timeout: Duration::from_secs(30),
             rpc: RpcOptions::default(),
             pool: PoolOptions::default(),
             buffers: Strategy::default(),
@@ -108,6 +124,7 @@ struct LimitLogs {
     rejected: LogEvery,
     slow: LogEvery,
     idle: LogEvery,
+    busy: LogEvery,
 }
 
 /// Counters of the network side.
@@ -127,6 +144,10 @@ pub struct NetStats {
     pub slow_requests: AtomicU64,
     /// Connections closed after the idle timeout.
     pub idle_closed: AtomicU64,
+    /// Requests refused because the in-flight bytes were at their limit (the connection stays).
+    pub refused_busy: AtomicU64,
+    /// Connections closed because their client did not read a reply within the reply timeout.
+    pub slow_readers: AtomicU64,
 }
 
 /// Reads a [`ThriftServer`]'s counters: its connections, its executor and its request pool.
@@ -174,6 +195,14 @@ impl NetObserver {
     pub fn local_addr(&self) -> SocketAddr {
         self.0.local
     }
+
+    /// Bytes of requests and replies in flight now, and the most there may be.
+    pub fn inflight_bytes(&self) -> (u64, u64) {
+        (
+            self.0.budget.used() + self.0.reply_budget.used(),
+            self.0.budget.max() + self.0.reply_budget.max(),
+        )
+    }
 }
 
 /// A running server.
@@ -205,6 +234,11 @@ struct Shared {
     handler: Arc<Handler>,
     executor: Arc<Executor>,
     pool: RequestPool,
+    /// Requests being received and decoded: half of `max_inflight_bytes`.
+    budget: Arc<budget::Budget>,
+    /// Replies not yet written: the other half, so clients that do not read cannot starve
+    /// requests of room.
+    reply_budget: Arc<budget::Budget>,
     options: NetOptions,
     stats: Arc<NetStats>,
     open: AtomicUsize,
@@ -232,6 +266,8 @@ impl ThriftServer {
             handler,
             executor: Arc::clone(&executor),
             pool: RequestPool::new(options.buffers, options.pool),
+            budget: budget::Budget::new(options.max_inflight_bytes / 2),
+            reply_budget: budget::Budget::new(options.max_inflight_bytes / 2),
             options,
             stats: Arc::clone(&stats),
             open: AtomicUsize::new(0),
@@ -334,6 +370,9 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
                 let conn = Arc::clone(shared);
                 let spawned = std::thread::Builder::new()
                     .name("keel-conn".to_string())
+                    // Decoding nests at most 64 deep (keel-thrift's limit): a small stack
+                    // keeps a thousand connections cheap in address space.
+                    .stack_size(512 << 10)
                     .spawn(move || {
                         serve_connection(socket, id, &conn);
                         // Its scanners go with it.

@@ -259,3 +259,241 @@ fn more_calls_than_the_queues_hold_are_refused_and_memory_stays_bounded() {
     assert!(pool.live_buffers <= keel_bufpool::PoolOptions::default().max_buffers);
     server.shutdown();
 }
+
+/// A framed request for `call`, as a client would send it.
+fn framed(call: &Call, seqid: i32) -> Vec<u8> {
+    let mut e = BinaryEncoder::new();
+    call.encode(&mut e, seqid);
+    let body = e.take();
+    let mut frame = (body.len() as u32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// Reads one framed reply.
+fn read_reply(socket: &mut TcpStream) -> Vec<u8> {
+    let mut len = [0u8; 4];
+    socket.read_exact(&mut len).expect("reply length");
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    socket.read_exact(&mut body).expect("reply body");
+    body
+}
+
+fn big_row(c: &mut Client, mib: usize) {
+    create_table(c);
+    c.call(&Call::MutateRows {
+        table: b("t"),
+        batches: vec![BatchMutation {
+            row: b("big"),
+            // Columns of 4 MiB: a cell may hold at most 10 MiB.
+            mutations: (0..mib / 4)
+                .map(|i| Mutation {
+                    column: b(&format!("cf:v{i}")),
+                    value: Some(Bytes::from(vec![b'x'; 4 << 20])),
+                    ..Mutation::default()
+                })
+                .collect(),
+        }],
+        timestamp: None,
+    })
+    .expect("big row");
+}
+
+/// Forty clients ask for a 12 MiB row (more than loopback's socket buffers hold) and never read
+/// the reply. Before, each stalled a handler
+/// in `write_all`: with 8 handlers, nobody else was served. Now a handler writes what the
+/// socket takes and leaves the rest to the connection's writer, which closes the connection
+/// after the reply timeout; the unwritten bytes are held against the in-flight budget meanwhile.
+#[test]
+fn clients_that_never_read_lose_their_connections_not_the_handlers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(
+        dir.path(),
+        NetOptions {
+            rpc: RpcOptions {
+                handler_count: 8,
+                ..RpcOptions::default()
+            },
+            reply_timeout: Duration::from_secs(2),
+            ..NetOptions::default()
+        },
+    );
+    let address = server.local_addr();
+    let mut good = Client::connect(address, Transport::Framed, Protocol::Binary).expect("connect");
+    big_row(&mut good, 12);
+    let get = framed(
+        &Call::GetRows {
+            table: b("t"),
+            rows: vec![b("big")],
+            columns: None,
+            timestamp: None,
+        },
+        1,
+    );
+    let stuck: Vec<TcpStream> = (0..40)
+        .map(|_| {
+            let mut socket = TcpStream::connect(address).expect("connect");
+            socket.write_all(&get).expect("request");
+            socket
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let began = Instant::now();
+    let answer = good.call(&Call::GetTableNames);
+    assert!(matches!(answer, Ok(Reply::Names(_))), "{answer:?}");
+    assert!(
+        began.elapsed() < Duration::from_secs(1),
+        "a well-behaved client waited {:?}",
+        began.elapsed()
+    );
+    // Each stalled reply was either refused (it did not fit the replies' half of the budget)
+    // or, after the reply timeout, its connection closed.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let settled = || {
+        let stats = server.stats();
+        stats.slow_readers.load(Ordering::Relaxed) + stats.refused_busy.load(Ordering::Relaxed)
+    };
+    while settled() < 40 {
+        assert!(Instant::now() < deadline, "{} of 40 settled", settled());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(server.stats().slow_readers.load(Ordering::Relaxed) > 0);
+    let observer = server.observer();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while observer.inflight_bytes().0 > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{:?} still held",
+            observer.inflight_bytes()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // And a shutdown does not wait for any of them.
+    let began = Instant::now();
+    server.shutdown();
+    assert!(began.elapsed() < Duration::from_secs(6));
+    drop(stuck);
+}
+
+/// A frame of empty structs (HBase's `incrementRows` with two million of them: 2 MB on the
+/// wire, hundreds of MB decoded) is refused with `CallQueueTooBigException` before it is
+/// decoded, and the connection goes on.
+#[test]
+fn a_frame_of_empty_structs_is_refused_and_the_connection_stays() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(dir.path(), NetOptions::default());
+    let address = server.local_addr();
+    let mut e = BinaryEncoder::new();
+    e.write_message_begin(&keel_thrift::MessageHeader {
+        name: "incrementRows".into(),
+        kind: keel_thrift::MessageType::Call,
+        seqid: 7,
+    });
+    e.write_struct_begin();
+    e.write_field_begin(TType::List, 1);
+    e.write_list_begin(TType::Struct, 2_000_000);
+    for _ in 0..2_000_000 {
+        e.write_struct_begin();
+        e.write_struct_end();
+    }
+    e.write_struct_end();
+    let body = e.take();
+    let mut socket = TcpStream::connect(address).expect("connect");
+    socket
+        .write_all(&(body.len() as u32).to_be_bytes())
+        .expect("length");
+    socket.write_all(&body).expect("body");
+    let reply = read_reply(&mut socket);
+    let mut d = BinaryDecoder::new(Bytes::from(reply), Limits::default());
+    match decode_reply(&mut d) {
+        Ok((_, Ok(Err(HbaseError::Io { message, can_retry })))) => {
+            assert!(message.contains("CallQueueTooBigException"), "{message}");
+            assert!(can_retry);
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    socket
+        .write_all(&framed(&Call::GetTableNames, 8))
+        .expect("next request");
+    let reply = read_reply(&mut socket);
+    let mut d = BinaryDecoder::new(Bytes::from(reply), Limits::default());
+    assert!(decode_reply(&mut d).is_ok(), "the connection still works");
+    assert!(server.stats().refused_busy.load(Ordering::Relaxed) >= 1);
+}
+
+/// Many half-sent frames: each frame's length is reserved before its body is read, so frames
+/// beyond the in-flight budget are read past without being kept and refused; memory stays
+/// within the budget, and once the slow senders time out a well-behaved client is served.
+#[test]
+fn half_sent_frames_are_held_within_the_budget() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(
+        dir.path(),
+        NetOptions {
+            max_inflight_bytes: 8 << 20,
+            request_timeout: Duration::from_millis(1500),
+            ..NetOptions::default()
+        },
+    );
+    let address = server.local_addr();
+    let observer = server.observer();
+    // 20 connections announce 4 MiB frames and send half of each.
+    let half: Vec<TcpStream> = (0..20)
+        .map(|_| {
+            let mut socket = TcpStream::connect(address).expect("connect");
+            let _ = socket.write_all(&(4u32 << 20).to_be_bytes());
+            let mut body = vec![0u8; 2 << 20];
+            body[..4].copy_from_slice(&[0x80, 0x01, 0x00, 0x01]);
+            let _ = socket.write_all(&body);
+            socket
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let (used, max) = observer.inflight_bytes();
+    assert!(used <= max, "{used} > {max}");
+    assert!(
+        used >= 4 << 20,
+        "at least one frame is being received ({used})"
+    );
+    // The slow senders time out; then the budget is free and others are served.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while observer.inflight_bytes().0 > 0 {
+        assert!(Instant::now() < deadline, "{:?}", observer.inflight_bytes());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut good = Client::connect(address, Transport::Framed, Protocol::Binary).expect("connect");
+    assert!(matches!(
+        good.call(&Call::GetTableNames),
+        Ok(Reply::Names(_))
+    ));
+    drop(half);
+}
+
+/// The request timeout is per request: a client that pipelines, always with bytes of its next
+/// request in flight, is never cut off for it.
+#[test]
+fn a_pipelining_client_is_not_timed_across_requests() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = start(
+        dir.path(),
+        NetOptions {
+            request_timeout: Duration::from_millis(400),
+            ..NetOptions::default()
+        },
+    );
+    let mut socket = TcpStream::connect(server.local_addr()).expect("connect");
+    let request = framed(&Call::GetTableNames, 1);
+    let began = Instant::now();
+    socket.write_all(&request).expect("first");
+    let mut answered = 0;
+    while began.elapsed() < Duration::from_millis(1500) {
+        // The next request goes out before this reply is read.
+        socket.write_all(&request).expect("pipelined");
+        let _ = read_reply(&mut socket);
+        answered += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = read_reply(&mut socket);
+    assert!(answered > 20, "{answered}");
+    assert_eq!(server.stats().slow_requests.load(Ordering::Relaxed), 0);
+}

@@ -12,7 +12,8 @@ use bytes::{BufMut, Bytes};
 use keel_thrift::hbase::{CallError, INTERNAL_ERROR, decode_call, encode_application_exception};
 use keel_thrift::transport::{Protocol, Transport, detect, frame_len};
 
-use super::dispatch::{Replies, decoder, encoder, respond};
+use super::budget::Reservation;
+use super::dispatch::{Replies, decoder, encoder, refuse_busy, respond};
 use super::{MALFORMED, Shared, malformed};
 
 /// A connection's reading side, with its two clocks: between requests the idle timeout; once a
@@ -132,7 +133,12 @@ fn read_requests(
                 Ok(Some(k)) => {
                     kind = Some(k);
                     if let Some(socket) = socket.take() {
-                        *replies = Some(Replies::new(socket, k.0 == Transport::Framed));
+                        *replies = Some(Replies::new(
+                            socket,
+                            k.0 == Transport::Framed,
+                            shared.options.reply_timeout,
+                            Arc::clone(&shared.stats),
+                        )?);
                     }
                     k
                 }
@@ -153,8 +159,8 @@ fn read_requests(
         let Some(replies) = replies.as_ref() else {
             return Ok(());
         };
-        // One whole request.
-        let message: Bytes = match transport {
+        // One whole request, with its bytes held against the in-flight budget.
+        let message: (Bytes, Reservation) = match transport {
             Transport::Framed => {
                 while pending.len() < 4 {
                     let n = reader.read(&mut chunk, !pending.is_empty())?;
@@ -179,11 +185,21 @@ fn read_requests(
                             INTERNAL_ERROR,
                         );
                         replies.take_turn();
-                        replies.send(&out.take());
+                        replies.send(&out.take(), None);
                         return Ok(());
                     }
                 };
                 pending.drain(..4);
+                // The frame's bytes are reserved before any is read; when they do not fit the
+                // frame is read past without keeping it and the call refused.
+                let Some(held) = shared.budget.try_reserve(len as u64) else {
+                    match skip_frame(&mut reader, &mut pending, &mut chunk, len, protocol)? {
+                        Some(header) => refuse_busy(shared, protocol, &header, replies),
+                        None => return Ok(()),
+                    }
+                    reader.began = None;
+                    continue;
+                };
                 // The frame goes into a pooled buffer (HBASE-14490): what is already here,
                 // then the rest straight from the socket.
                 let mut buf = buffers
@@ -202,12 +218,12 @@ fn read_requests(
                     buf.put_slice(&chunk[..n]);
                     left -= n;
                 }
-                buf.freeze()
+                (buf.freeze(), held)
             }
             Transport::Buffered => {
                 // Decode what has arrived; on `Incomplete` read more.
                 let bytes = Bytes::from(std::mem::take(&mut pending));
-                let mut d = decoder(protocol, bytes.clone());
+                let mut d = decoder(protocol, bytes.clone(), keel_thrift::Limits::default());
                 match decode_call(&mut *d) {
                     Err(CallError::Wire(e)) if e.is_incomplete() => {
                         pending = bytes.to_vec();
@@ -225,14 +241,58 @@ fn read_requests(
                     _ => {
                         let used = d.position();
                         pending = bytes[used..].to_vec();
-                        bytes.slice(..used)
+                        let Some(held) = shared.budget.try_reserve(used as u64) else {
+                            let mut header =
+                                decoder(protocol, bytes, keel_thrift::Limits::default());
+                            match header.read_message_begin() {
+                                Ok(header) => refuse_busy(shared, protocol, &header, replies),
+                                Err(_) => return Ok(()),
+                            }
+                            reader.began = None;
+                            continue;
+                        };
+                        (bytes.slice(..used), held)
                     }
                 }
             }
         };
-        if !respond(shared, id, protocol, message, replies) {
+        let (message, held) = message;
+        if !respond(shared, id, protocol, message, held, replies) {
             malformed(shared, "a malformed request");
             return Ok(());
         }
+        // The next request's clock starts with its own first bytes (a client that pipelines
+        // is not timed across requests).
+        reader.began = None;
     }
+}
+
+/// Reads past a frame of `len` bytes without keeping it (some may already be in `pending`);
+/// returns its message header, if its first bytes hold one, so the refusal can answer it. `None`
+/// if the client went away.
+fn skip_frame(
+    reader: &mut Reader<'_>,
+    pending: &mut Vec<u8>,
+    chunk: &mut [u8],
+    len: usize,
+    protocol: Protocol,
+) -> std::io::Result<Option<keel_thrift::MessageHeader>> {
+    const HEAD: usize = 512;
+    let mut head: Vec<u8> = Vec::with_capacity(HEAD.min(len));
+    let have = pending.len().min(len);
+    head.extend_from_slice(&pending[..have.min(HEAD)]);
+    pending.drain(..have);
+    let mut left = len - have;
+    while left > 0 {
+        let want = left.min(chunk.len());
+        let n = reader.read(&mut chunk[..want], true)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let room = HEAD.min(len).saturating_sub(head.len());
+        head.extend_from_slice(&chunk[..n.min(room)]);
+        left -= n;
+    }
+    let mut d = decoder(protocol, Bytes::from(head), keel_thrift::Limits::default());
+    Ok(d.read_message_begin().ok())
 }

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use keel_rpc::{CallClass, Failure, RunInfo, Task};
@@ -19,6 +20,7 @@ use keel_thrift::{
 };
 
 use super::Shared;
+use super::budget::{Budget, Reservation};
 use crate::Handler;
 
 /// The keel-rpc class a call is queued as: mutations write, scanner calls scan, other reads
@@ -48,38 +50,55 @@ pub(super) fn encoder(protocol: Protocol) -> Box<dyn Encoder> {
     }
 }
 
-pub(super) fn decoder(protocol: Protocol, bytes: Bytes) -> Box<dyn Decoder> {
+pub(super) fn decoder(protocol: Protocol, bytes: Bytes, limits: Limits) -> Box<dyn Decoder> {
     match protocol {
-        Protocol::Binary => Box::new(BinaryDecoder::new(bytes, Limits::default())),
-        Protocol::Compact => Box::new(CompactDecoder::new(bytes, Limits::default())),
+        Protocol::Binary => Box::new(BinaryDecoder::new(bytes, limits)),
+        Protocol::Compact => Box::new(CompactDecoder::new(bytes, limits)),
     }
 }
 
-/// Where a connection's replies go: straight to its socket, written by whichever thread has
-/// the reply — the handler that ran the call, or the reader for a reply it makes itself — one
-/// whole reply at a time and in request order. (A handler writing its own reply saves waking
-/// the reader for it, one thread hand-off per call.)
+/// Where a connection's replies go, in request order, without ever holding a handler up on a
+/// client that does not read. The thread that has the reply — the handler that ran the call,
+/// or the reader for one it makes itself — writes as much as the socket takes without waiting
+/// (its send timeout is a couple of milliseconds); what is left goes to a writer thread of the
+/// connection's own, which gives the client `reply_timeout` to take it and then closes the
+/// connection. The unwritten bytes stay charged to the in-flight budget until written. (A
+/// handler writing its own reply saves waking another thread for it, one hand-off per call.)
 pub(super) struct Replies {
-    socket: keel_sync::Mutex<TcpStream>,
+    socket: TcpStream,
     framed: bool,
     /// The turn to reply, a single token: the reader takes it before it dispatches a request
-    /// (or answers one itself), and it comes back once that reply is written. A client with
-    /// one call in flight, as happybase, never waits for it; one that pipelines gets its
-    /// replies in order.
+    /// (or answers one itself), and it comes back once that reply is written (or the
+    /// connection is given up). A client with one call in flight, as happybase, never waits
+    /// for it; one that pipelines gets its replies in order — and at most one reply per
+    /// connection is ever waiting to be written.
     turn_tx: crossbeam_channel::Sender<()>,
     turn_rx: crossbeam_channel::Receiver<()>,
+    reply_timeout: Duration,
+    stats: Arc<super::NetStats>,
 }
 
+/// How long one attempt to write may wait for the socket to take bytes.
+const WRITE_ATTEMPT: Duration = Duration::from_millis(2);
+
 impl Replies {
-    pub(super) fn new(socket: TcpStream, framed: bool) -> Arc<Replies> {
+    pub(super) fn new(
+        socket: TcpStream,
+        framed: bool,
+        reply_timeout: Duration,
+        stats: Arc<super::NetStats>,
+    ) -> std::io::Result<Arc<Replies>> {
+        socket.set_write_timeout(Some(WRITE_ATTEMPT))?;
         let (turn_tx, turn_rx) = crossbeam_channel::bounded(1);
         let _ = turn_tx.send(());
-        Arc::new(Replies {
-            socket: keel_sync::Mutex::new(socket),
+        Ok(Arc::new(Replies {
+            socket,
             framed,
             turn_tx,
             turn_rx,
-        })
+            reply_timeout,
+            stats,
+        }))
     }
 
     /// Waits until the previous reply has been written (every dispatched call is answered
@@ -88,20 +107,97 @@ impl Replies {
         let _ = self.turn_rx.recv();
     }
 
-    /// Writes one reply (framed if the connection is) and passes the turn on. A write error
-    /// means the client went away; its reader sees that on its next read.
-    pub(super) fn send(&self, reply: &[u8]) {
-        {
-            let mut socket = self.socket.lock();
-            let _ = if self.framed {
-                let mut frame = Vec::with_capacity(4 + reply.len());
-                frame.extend_from_slice(&(reply.len() as u32).to_be_bytes());
-                frame.extend_from_slice(reply);
-                socket.write_all(&frame)
-            } else {
-                socket.write_all(reply)
-            };
+    /// Sends one reply (framed if the connection is) and passes the turn on once it is
+    /// written; `held` is what the call held against the in-flight budget, kept as the unwritten
+    /// bytes until they are written.
+    pub(super) fn send(self: &Arc<Replies>, reply: &[u8], held: Option<Reservation>) {
+        let mut frame = Vec::with_capacity(reply.len() + 4);
+        if self.framed {
+            frame.extend_from_slice(&(reply.len() as u32).to_be_bytes());
         }
+        frame.extend_from_slice(reply);
+        match self.write_some(&frame) {
+            Ok(n) if n == frame.len() => self.pass_turn(),
+            Ok(n) => {
+                let mut held = held;
+                if let Some(held) = &mut held {
+                    held.resize((frame.len() - n) as u64);
+                }
+                let replies = Arc::clone(self);
+                let spawned = std::thread::Builder::new()
+                    .name("keel-reply".to_string())
+                    .stack_size(64 << 10)
+                    .spawn(move || replies.finish(frame, n, held));
+                if spawned.is_err() {
+                    self.give_up();
+                }
+            }
+            Err(_) => self.give_up(),
+        }
+    }
+
+    /// Writes what the socket takes without waiting more than one attempt's time; the bytes
+    /// written, or the error that says the client is gone.
+    fn write_some(&self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut done = 0;
+        while done < bytes.len() {
+            match (&self.socket).write(&bytes[done..]) {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
+    /// The writer thread's job: the rest of one reply, within the reply timeout.
+    fn finish(&self, frame: Vec<u8>, mut done: usize, held: Option<Reservation>) {
+        let deadline = Instant::now() + self.reply_timeout;
+        let mut pause = Duration::from_millis(1);
+        while done < frame.len() {
+            match self.write_some(&frame[done..]) {
+                Ok(0) => {
+                    if Instant::now() >= deadline {
+                        self.stats.slow_readers.fetch_add(1, Ordering::Relaxed);
+                        drop(held);
+                        self.give_up();
+                        return;
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                Ok(n) => {
+                    done += n;
+                    pause = Duration::from_millis(1);
+                }
+                Err(_) => {
+                    drop(held);
+                    self.give_up();
+                    return;
+                }
+            }
+        }
+        drop(held);
+        self.pass_turn();
+    }
+
+    /// The client is gone or will not read: the connection is closed (its reader sees that
+    /// at once) and the turn passed on, so nothing waits for this reply.
+    fn give_up(&self) {
+        let _ = self.socket.shutdown(std::net::Shutdown::Both);
+        self.pass_turn();
+    }
+
+    fn pass_turn(&self) {
         let _ = self.turn_tx.send(());
     }
 }
@@ -115,6 +211,11 @@ struct Work {
     protocol: Protocol,
     replies: Arc<Replies>,
     answered: bool,
+    /// The request's bytes and decoded size against the in-flight budget, until it is run.
+    held: Option<Reservation>,
+    /// The replies' share of the budget.
+    reply_budget: Arc<Budget>,
+    stats: Arc<super::NetStats>,
 }
 
 impl Work {
@@ -122,7 +223,32 @@ impl Work {
         let mut e = encoder(self.protocol);
         encode_reply(&mut *e, &self.header.name, self.header.seqid, result);
         self.answered = true;
-        self.replies.send(&e.take());
+        // The call and its request go before the reply is written.
+        self.call = None;
+        self.held = None;
+        let mut reply = e.take();
+        // A reply waits for its client in memory: it must fit the replies' share of the
+        // in-flight budget, or the client gets a refusal it may retry instead.
+        let held = match self.reply_budget.try_reserve(reply.len() as u64) {
+            Some(held) => Some(held),
+            None => {
+                self.stats.refused_busy.fetch_add(1, Ordering::Relaxed);
+                let mut e = encoder(self.protocol);
+                let refused: Result<keel_thrift::hbase::Reply, HbaseError> = Err(HbaseError::Io {
+                    message: format!(
+                        "CallQueueTooBigException: a reply of {} bytes does not fit the {} bytes of replies in flight keel.server.inflight.bytes allows ({} used); retry later",
+                        reply.len(),
+                        self.reply_budget.max(),
+                        self.reply_budget.used()
+                    ),
+                    can_retry: true,
+                });
+                encode_reply(&mut *e, &self.header.name, self.header.seqid, &refused);
+                reply = e.take();
+                None
+            }
+        };
+        self.replies.send(&reply, held);
     }
 }
 
@@ -159,7 +285,8 @@ impl Task for Work {
                     INTERNAL_ERROR,
                 );
                 self.answered = true;
-                self.replies.send(&e.take());
+                self.held = None;
+                self.replies.send(&e.take(), None);
                 return;
             }
             Failure::TimedOut { waited } => {
@@ -181,18 +308,35 @@ impl Task for Work {
 }
 
 /// Decodes one request and sees it answered: dispatched to the executor (whose handler writes
-/// the reply), or answered here (an unknown method, a refusal). False if it is malformed (the
-/// connection is then closed: its byte stream can no longer be trusted).
+/// the reply), or answered here (an unknown method, a refusal). `held` holds the request's bytes
+/// against the in-flight budget; its decoded size is charged too, within what the budget has
+/// left (and at most `max_decoded` per request), or the call is refused with HBase's
+/// `CallQueueTooBigException` wording and the connection stays usable. False if it is malformed
+/// (the connection is then closed: its byte stream can no longer be trusted).
 pub(super) fn respond(
     shared: &Shared,
     connection: u64,
     protocol: Protocol,
     message: Bytes,
+    mut held: Reservation,
     replies: &Arc<Replies>,
 ) -> bool {
     let size = message.len() as u64;
-    let mut d = decoder(protocol, message);
-    let (header, call) = match decode_call(&mut *d) {
+    let limit = usize::try_from(shared.budget.available())
+        .unwrap_or(usize::MAX)
+        .min(shared.options.max_decoded);
+    let mut d = decoder(
+        protocol,
+        message,
+        Limits {
+            max_decoded: limit,
+            ..Limits::default()
+        },
+    );
+    let decoded = decode_call(&mut *d);
+    let decoded_bytes = d.decoded() as u64;
+    drop(d);
+    let (header, call) = match decoded {
         Ok(decoded) => decoded,
         Err(CallError::UnknownMethod(header)) => {
             let mut e = encoder(protocol);
@@ -204,11 +348,20 @@ pub(super) fn respond(
                 UNKNOWN_METHOD,
             );
             replies.take_turn();
-            replies.send(&e.take());
+            replies.send(&e.take(), None);
+            return true;
+        }
+        Err(CallError::Oversized { header, .. }) => {
+            refuse_busy(shared, protocol, &header, replies);
             return true;
         }
         Err(CallError::Wire(_)) => return false,
     };
+    if !held.try_grow(decoded_bytes) {
+        drop(call);
+        refuse_busy(shared, protocol, &header, replies);
+        return true;
+    }
     shared.stats.requests.fetch_add(1, Ordering::Relaxed);
     let class = call_class(&call);
     replies.take_turn();
@@ -220,6 +373,9 @@ pub(super) fn respond(
         protocol,
         replies: Arc::clone(replies),
         answered: false,
+        held: Some(held),
+        reply_budget: Arc::clone(&shared.reply_budget),
+        stats: Arc::clone(&shared.stats),
     };
     match shared
         .executor
@@ -240,4 +396,36 @@ pub(super) fn respond(
             true
         }
     }
+}
+
+/// Answers a call the in-flight budget has no room for, as HBase answers a full call queue:
+/// an `IOError` the client may retry.
+pub(super) fn refuse_busy(
+    shared: &Shared,
+    protocol: Protocol,
+    header: &MessageHeader,
+    replies: &Arc<Replies>,
+) {
+    shared.stats.refused_busy.fetch_add(1, Ordering::Relaxed);
+    if let Some(n) = shared.logs.busy.due() {
+        tracing::warn!(
+            in_flight = shared.budget.used(),
+            limit = shared.budget.max(),
+            refused = n,
+            "in-flight request bytes at their limit: refusing calls (CallQueueTooBigException)"
+        );
+    }
+    let mut e = encoder(protocol);
+    let result: Result<keel_thrift::hbase::Reply, HbaseError> = Err(HbaseError::Io {
+        message: format!(
+            "CallQueueTooBigException: Call queue is full on {}: {} bytes of requests in flight, the most keel.server.inflight.bytes allows them ({}); retry later",
+            shared.local,
+            shared.budget.used(),
+            shared.budget.max()
+        ),
+        can_retry: true,
+    });
+    encode_reply(&mut *e, &header.name, header.seqid, &result);
+    replies.take_turn();
+    replies.send(&e.take(), None);
 }

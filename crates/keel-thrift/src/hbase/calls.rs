@@ -194,6 +194,16 @@ pub enum CallError {
     /// `TApplicationException` and the connection stays usable.
     #[error("unknown method {}", .0.name)]
     UnknownMethod(MessageHeader),
+    /// A well-formed header whose arguments would decode to more memory than
+    /// `Limits::max_decoded` allows. On a framed connection the frame's end is known, so the
+    /// reply can be an error for this call and the connection stays usable.
+    #[error("{}: {error}", header.name)]
+    Oversized {
+        /// The call's header.
+        header: MessageHeader,
+        /// The limit it broke.
+        error: ThriftError,
+    },
 }
 
 /// The arguments of any method, gathered by field id before the method's shape is applied.
@@ -348,7 +358,16 @@ pub fn decode_call(d: &mut dyn Decoder) -> std::result::Result<(MessageHeader, C
         d.skip(TType::Struct)?;
         return Err(CallError::UnknownMethod(header));
     }
-    let mut a = read_args(d, method)?;
+    let mut a = match read_args(d, method) {
+        Ok(a) => a,
+        Err(
+            error @ ThriftError::TooLarge {
+                what: "decoded message",
+                ..
+            },
+        ) => return Err(CallError::Oversized { header, error }),
+        Err(e) => return Err(e.into()),
+    };
     let call = match method {
         "getTableNames" => Call::GetTableNames,
         "createTable" => Call::CreateTable {

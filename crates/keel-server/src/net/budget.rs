@@ -1,0 +1,132 @@
+//! The server-wide budget of bytes in flight (`keel.server.inflight.bytes`): requests being
+//! received (a frame's length is reserved before its body is read), decoded calls (their
+//! estimated memory, which a frame of empty structs makes many times its size) and replies not
+//! yet written to a client that reads slowly. A request that does not fit is refused with
+//! HBase's `CallQueueTooBigException` wording instead of being read into memory, so neither
+//! many half-sent frames nor clients that never read their replies can exhaust memory.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes in flight across the server, and the most there may be.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    used: AtomicU64,
+    max: u64,
+}
+
+/// Bytes held against a [`Budget`], given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Reservation {
+    budget: Arc<Budget>,
+    bytes: u64,
+}
+
+impl Budget {
+    pub(crate) fn new(max: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            used: AtomicU64::new(0),
+            max,
+        })
+    }
+
+    /// `bytes` more, if they fit.
+    pub(crate) fn try_reserve(self: &Arc<Budget>, bytes: u64) -> Option<Reservation> {
+        self.take(bytes).then(|| Reservation {
+            budget: Arc::clone(self),
+            bytes,
+        })
+    }
+
+    fn take(&self, bytes: u64) -> bool {
+        let mut used = self.used.load(Ordering::Relaxed);
+        loop {
+            let Some(after) = used.checked_add(bytes).filter(|&a| a <= self.max) else {
+                return false;
+            };
+            match self
+                .used
+                .compare_exchange_weak(used, after, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => used = now,
+            }
+        }
+    }
+
+    /// Bytes in flight now.
+    pub(crate) fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// The limit.
+    pub(crate) fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// Bytes that may still be reserved.
+    pub(crate) fn available(&self) -> u64 {
+        self.max.saturating_sub(self.used())
+    }
+}
+
+impl Reservation {
+    /// `more` bytes, if they fit.
+    pub(crate) fn try_grow(&mut self, more: u64) -> bool {
+        let grown = self.budget.take(more);
+        if grown {
+            self.bytes += more;
+        }
+        grown
+    }
+
+    /// Holds exactly `bytes` from now on, fitting or not: what it stands for is already in
+    /// memory (a reply being written), and the budget must say so truthfully.
+    pub(crate) fn resize(&mut self, bytes: u64) {
+        if bytes >= self.bytes {
+            self.budget
+                .used
+                .fetch_add(bytes - self.bytes, Ordering::AcqRel);
+        } else {
+            self.budget
+                .used
+                .fetch_sub(self.bytes - bytes, Ordering::AcqRel);
+        }
+        self.bytes = bytes;
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reservations_fit_the_limit_and_give_back_what_they_hold() {
+        let budget = Budget::new(100);
+        let mut a = budget.try_reserve(60).expect("fits");
+        assert!(budget.try_reserve(50).is_none(), "60 + 50 > 100");
+        let b = budget.try_reserve(40).expect("fits exactly");
+        assert!(!a.try_grow(1));
+        drop(b);
+        assert!(a.try_grow(30));
+        assert_eq!(budget.used(), 90);
+        a.resize(150);
+        assert_eq!(
+            budget.used(),
+            150,
+            "a reply already in memory is counted as it is"
+        );
+        assert_eq!(budget.available(), 0);
+        a.resize(10);
+        assert_eq!(budget.used(), 10);
+        drop(a);
+        assert_eq!(budget.used(), 0);
+        assert_eq!(budget.max(), 100);
+    }
+}
