@@ -80,6 +80,9 @@ pub struct Settings {
     /// `keel.server.reply.timeout` in ms (30 000): how long a client has to read a reply before
     /// its connection is closed.
     pub reply_timeout: Duration,
+    /// `hbase.server.scanner.max.result.size` (100 MiB): the most bytes of cells one
+    /// `scannerGetList` returns, and a `getRows` may gather.
+    pub max_result_size: u64,
 }
 
 impl Default for Settings {
@@ -110,6 +113,7 @@ impl Default for Settings {
             max_families_per_table: 256,
             max_inflight_bytes: 256 << 20,
             reply_timeout: Duration::from_secs(30),
+            max_result_size: 100 << 20,
         }
     }
 }
@@ -556,6 +560,15 @@ pub static SETTINGS: &[Setting] = &[
         "how long a client has to read a reply; then its connection is closed (a handler never waits for it)",
         reply_timeout,
         "5000"
+    ),
+    plain!(
+        "hbase.server.scanner.max.result.size",
+        "max-result-size",
+        "BYTES",
+        "the most bytes of cells one scannerGetList returns (at least one row) and one getRows may gather",
+        max_result_size,
+        int,
+        ("1048576", "1048576")
     ),
     Setting {
         key: "table.NAME.durability",

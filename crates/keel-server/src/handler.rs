@@ -34,6 +34,10 @@ pub struct HandlerOptions {
     pub max_scanners_per_connection: usize,
     /// The port reported in `TRegionInfo`.
     pub port: i32,
+    /// `hbase.server.scanner.max.result.size`: the most bytes of cells one `scannerGetList`
+    /// returns, whatever the row count asked (at least one row), and the most a `getRows` may
+    /// gather before it is refused (100 MiB).
+    pub max_result_size: u64,
 }
 
 impl Default for HandlerOptions {
@@ -43,6 +47,7 @@ impl Default for HandlerOptions {
             max_open_scanners: 10_000,
             max_scanners_per_connection: 100,
             port: 9090,
+            max_result_size: 100 << 20,
         }
     }
 }
@@ -109,6 +114,17 @@ fn read_columns(columns: &Option<Vec<Bytes>>) -> Option<Vec<(Bytes, Option<Bytes
             })
             .collect(),
     )
+}
+
+/// What a row's cells weigh against `max_result_size`: their keys and values, as HBase's
+/// result size counts them.
+fn result_size(cells: &[Cell]) -> u64 {
+    cells
+        .iter()
+        .map(|c| {
+            (c.row().len() + c.family().len() + c.qualifier().len() + c.value().len() + 16) as u64
+        })
+        .sum()
 }
 
 /// `*Ts` reads see [0, ts): the upper bound is exclusive.
@@ -585,10 +601,19 @@ impl Handler {
             ..ReadQuery::latest(0, now_ms())
         };
         let mut out = Vec::new();
+        let mut size = 0u64;
         for row in rows {
             let cells = t.get(&row, &query).map_err(from_region)?;
             // Missing rows are skipped; found ones keep the request's order.
             if !cells.is_empty() {
+                size += result_size(&cells);
+                if size > self.options.max_result_size {
+                    // HBase's multi-get answers the same way (its MultiActionResultTooLarge).
+                    return Err(io(format!(
+                        "MultiActionResultTooLarge: the rows asked for hold more than hbase.server.scanner.max.result.size ({} bytes); ask for fewer rows at a time",
+                        self.options.max_result_size
+                    )));
+                }
                 out.push(row_result(row, &cells, false));
             }
         }
@@ -772,9 +797,15 @@ impl Handler {
         let mut lent = self.scanners.lend(connection, id)?;
         let mut out = Vec::new();
         let mut failure = None;
+        // The client's row count, and HBase's byte bound on one answer (at least one row).
+        let mut size = 0u64;
         for _ in 0..rows.max(1) {
+            if size >= self.options.max_result_size {
+                break;
+            }
             match lent.scanner.next() {
                 Some(Ok(cells)) => {
+                    size += result_size(&cells);
                     let row = cells.first().map(|c| c.row().clone()).unwrap_or_default();
                     out.push(row_result(row, &cells, lent.sort_columns));
                 }

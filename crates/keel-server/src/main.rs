@@ -126,6 +126,7 @@ fn serve(args: &Serve) -> Result<(), String> {
             port: i32::from(s.listen.port()),
             scanner_lease: s.scanner_lease,
             max_open_scanners: s.max_open_scanners,
+            max_result_size: s.max_result_size,
             ..HandlerOptions::default()
         },
     ));

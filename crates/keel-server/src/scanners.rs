@@ -196,3 +196,40 @@ impl Scanners {
         self.slots.lock().len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use keel_region::{FamilyOptions, RegionServer, Scan, ServerOptions};
+
+    /// A scanner a call is reading when its connection goes is not put back afterwards: before,
+    /// the connection's cleanup could not see it and it stayed until its lease ran out.
+    #[test]
+    fn a_scanner_in_use_when_its_connection_goes_is_freed_after_the_call() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+        let table = server
+            .create_table("t", vec![FamilyOptions::new("f")])
+            .expect("create");
+        let scanners = Scanners::new(ScannerLimits {
+            lease: Duration::from_secs(60),
+            max_open: 10,
+            max_per_connection: 10,
+        });
+        let scan = |_| table.region().scanner(&Scan::all(0)).expect("scanner");
+        let id = scanners.insert(7, scan(()), false);
+        let other = scanners.insert(8, scan(()), false);
+        let lent = scanners.lend(7, id).expect("lend");
+        assert!(scanners.lend(7, id).is_err(), "lent once at a time");
+        assert!(scanners.lend(8, id).is_err(), "never to another connection");
+        assert_eq!(scanners.close_connection(7), 1, "the lent one's slot goes");
+        scanners.give_back(id, lent);
+        assert_eq!(scanners.len(), 1, "and it is not put back");
+        assert!(scanners.lend(8, other).is_ok());
+        assert_eq!(
+            scanners.expire(),
+            0,
+            "a lent scanner never expires under its call"
+        );
+    }
+}

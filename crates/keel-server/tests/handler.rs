@@ -480,3 +480,113 @@ fn scanners_are_bounded_and_closed_per_connection() {
     assert_eq!(h.open_scanners(), 1);
     open(1).expect("room again");
 }
+
+/// A scanner answers only its own connection — another gets the unknown-id error — and its
+/// lease runs out on a timer, with no other scanner call needed to notice.
+#[test]
+fn scanners_belong_to_their_connection_and_expire_on_a_timer() {
+    let f = fixture(HandlerOptions {
+        scanner_lease: Duration::from_millis(200),
+        ..HandlerOptions::default()
+    });
+    let h = &f.handler;
+    mutate(h, "r1", vec![put("cf:a", "1")], None).expect("put");
+    let id = match h.handle_on(
+        1,
+        Call::ScannerOpen {
+            table: b("t"),
+            scan: TScan::default(),
+        },
+    ) {
+        Ok(Reply::I32(id)) => id,
+        other => panic!("{other:?}"),
+    };
+    let stranger = h.handle_on(2, Call::ScannerGet { id, rows: 1 });
+    let unknown = h.handle_on(
+        2,
+        Call::ScannerGet {
+            id: id + 1000,
+            rows: 1,
+        },
+    );
+    assert_eq!(
+        format!("{stranger:?}").replace(&id.to_string(), "N"),
+        format!("{unknown:?}").replace(&(id + 1000).to_string(), "N"),
+        "another connection learns nothing"
+    );
+    assert!(h.handle_on(2, Call::ScannerClose { id }).is_err());
+    assert_eq!(
+        rows(
+            h.handle_on(1, Call::ScannerGet { id, rows: 1 })
+                .expect("owner")
+        )
+        .len(),
+        1
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    // Counted without calling `open_scanners` (which also expires): the timer did it.
+    assert!(
+        matches!(
+            h.handle_on(1, Call::ScannerGet { id, rows: 1 }),
+            Err(HbaseError::IllegalArgument(_))
+        ),
+        "expired by the lease timer"
+    );
+}
+
+/// `scannerGetList` stops at `max_result_size` bytes whatever the row count asked (at least one
+/// row comes back), and a `getRows` gathering more is refused.
+#[test]
+fn results_are_bounded_by_bytes() {
+    let f = fixture(HandlerOptions {
+        max_result_size: 10_000,
+        ..HandlerOptions::default()
+    });
+    let h = &f.handler;
+    let value = "v".repeat(1000);
+    for i in 0..50 {
+        mutate(h, &format!("r{i:02}"), vec![put("cf:a", &value)], None).expect("put");
+    }
+    let id = match h.handle(Call::ScannerOpen {
+        table: b("t"),
+        scan: TScan::default(),
+    }) {
+        Ok(Reply::I32(id)) => id,
+        other => panic!("{other:?}"),
+    };
+    let mut seen = 0;
+    loop {
+        let got = rows(
+            h.handle(Call::ScannerGet { id, rows: i32::MAX })
+                .expect("get"),
+        );
+        if got.is_empty() {
+            break;
+        }
+        assert!(
+            (1..=11).contains(&got.len()),
+            "{} rows in one answer",
+            got.len()
+        );
+        seen += got.len();
+    }
+    assert_eq!(seen, 50, "paged through everything");
+    let all: Vec<Bytes> = (0..50).map(|i| b(&format!("r{i:02}"))).collect();
+    let refused = h.handle(Call::GetRows {
+        table: b("t"),
+        rows: all.clone(),
+        columns: None,
+        timestamp: None,
+    });
+    assert!(
+        matches!(&refused, Err(HbaseError::Io { message, .. }) if message.contains("MultiActionResultTooLarge")),
+        "{refused:?}"
+    );
+    let fine = h.handle(Call::GetRows {
+        table: b("t"),
+        rows: all[..5].to_vec(),
+        columns: None,
+        timestamp: None,
+    });
+    assert_eq!(rows(fine.expect("five rows")).len(), 5);
+}
