@@ -18,7 +18,8 @@ const MAX_BATCH: usize = 256;
 /// Cells of a memstore in CellComparator order, hiding every cell whose sequence id is above the
 /// read point. Raw cells: delete markers and every version are returned; the region applies
 /// delete and version rules when it merges this with store-file scanners
-/// ([`MemStoreScanner::seek`], [`MemStoreScanner::peek`], [`Iterator::next`]).
+/// ([`MemStoreScanner::seek`], [`MemStoreScanner::seek_before_row`], [`MemStoreScanner::peek`],
+/// [`Iterator::next`]).
 ///
 /// The scanner holds its segments, so a snapshot cleared meanwhile stays readable through it.
 /// It reads each segment in batches (16 cells after a seek, doubling to 256; one skiplist search
@@ -74,6 +75,25 @@ impl MemStoreScanner {
             return;
         }
         self.position(Bound::Included(key));
+    }
+
+    /// Moves to the first cell of the last row before `row` that has a cell visible at the
+    /// read point (strictly before; the last such row with `None`), or to the end if there is
+    /// none: a reversed scan reads that row forward, then asks for the one before it.
+    pub fn seek_before_row(&mut self, row: Option<&[u8]>) {
+        self.fresh_at = None;
+        let best = self
+            .segments
+            .iter()
+            .filter_map(|segment| segment.last_row_before(row, self.read_point))
+            .max();
+        match best {
+            Some(best) => self.position(Bound::Included(&CellKey::first_on_row(best))),
+            None => self.heads.iter_mut().for_each(|(cells, more)| {
+                cells.clear();
+                *more = false;
+            }),
+        }
     }
 
     /// The next cell without consuming it.

@@ -253,6 +253,26 @@ impl Segment {
         }
     }
 
+    /// The row of the last cell visible at `read_point` before `row` (strictly; anywhere with
+    /// `None`): one skiplist search, then back over entries newer than the read point.
+    pub(crate) fn last_row_before(&self, row: Option<&[u8]>, read_point: u64) -> Option<Bytes> {
+        let mut entry = match row {
+            None => self.cells.back(),
+            Some(row) => self
+                .cells
+                .upper_bound(Bound::Excluded(&CellKey::first_on_row(
+                    Bytes::copy_from_slice(row),
+                ))),
+        };
+        while let Some(current) = entry {
+            if current.key().sequence_id() <= read_point {
+                return Some(current.key().row().clone());
+            }
+            entry = current.prev();
+        }
+        None
+    }
+
     /// The MSLAB chunks, for the pool; a segment is cleared after its flush and takes no more
     /// cells.
     pub(crate) fn take_chunks(&self) -> Vec<bytes::BytesMut> {

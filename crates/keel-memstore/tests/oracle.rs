@@ -1,5 +1,6 @@
-//! keel-memstore against a `BTreeMap` oracle: random adds, snapshots, clears and scans at random
-//! read points, with MSLAB on (tiny chunks, so chunk turnover happens) and off.
+//! keel-memstore against a `BTreeMap` oracle: random adds, snapshots, clears and scans —
+//! forwards, and backwards row by row as a reversed scan moves — at random read points, with
+//! MSLAB on (tiny chunks, so chunk turnover happens) and off.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,12 @@ enum Op {
     Snapshot,
     Clear,
     Scan {
+        read_point: u64,
+        from: Option<CellKey>,
+    },
+    /// A reversed scan's moves: from before `from`'s row (the last row with `None`), each row
+    /// read forward, then the row before it.
+    Backward {
         read_point: u64,
         from: Option<CellKey>,
     },
@@ -47,6 +54,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Snapshot),
         1 => Just(Op::Clear),
         2 => (0u64..14, prop::option::of(small_cell())).prop_map(|(read_point, from)| Op::Scan {
+            read_point,
+            from: from.map(|cell| cell.key().clone()),
+        }),
+        2 => (0u64..14, prop::option::of(small_cell())).prop_map(|(read_point, from)| Op::Backward {
             read_point,
             from: from.map(|cell| cell.key().clone()),
         }),
@@ -136,6 +147,33 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                     None => memstore.visit(.., read_point, &mut collect),
                 }
                 prop_assert_eq!(visited, expected);
+            }
+            Op::Backward { read_point, from } => {
+                let visible = oracle.visible(read_point, None);
+                let before = |row: Option<&Bytes>| {
+                    visible
+                        .iter()
+                        .rev()
+                        .find(|(key, _)| row.is_none_or(|r| key.row() < r))
+                        .map(|(key, _)| key.row().clone())
+                };
+                let mut expected = Vec::new();
+                let mut row = before(from.as_ref().map(CellKey::row));
+                while let Some(r) = row {
+                    expected.extend(visible.iter().filter(|(key, _)| key.row() == &r).cloned());
+                    row = before(Some(&r));
+                }
+                let mut scanner = memstore.scanner(.., read_point);
+                scanner.seek_before_row(from.as_ref().map(|f| &f.row()[..]));
+                let mut got = Vec::new();
+                while let Some(first) = scanner.peek() {
+                    let row = first.row().clone();
+                    while scanner.peek().is_some_and(|c| c.row() == &row) {
+                        got.push(scanner.next().expect("peeked").into_parts());
+                    }
+                    scanner.seek_before_row(Some(&row));
+                }
+                prop_assert_eq!(got, expected);
             }
         }
         let data_bytes = |cells: &BTreeMap<CellKey, Bytes>| -> u64 {

@@ -112,88 +112,84 @@ impl Scan {
         }
     }
 
-    /// The key forward iteration starts at.
+    /// The key a forward scan starts at.
     pub(crate) fn first_key(&self) -> CellKey {
-        let from = if self.reversed {
-            &self.stop_row
-        } else {
-            &self.start_row
-        };
         let from = match &self.prefix {
-            Some(prefix) if prefix > from => prefix,
-            _ => from,
+            Some(prefix) if prefix > &self.start_row => prefix,
+            _ => &self.start_row,
         };
         CellKey::first_on_row(from.clone())
     }
 
-    /// Whether forward iteration, now at `row`, has gone past every row the scan can return.
-    pub(crate) fn past_end(&self, row: &[u8]) -> bool {
-        if let Some(prefix) = &self.prefix
-            && row > &prefix[..]
-            && !row.starts_with(prefix)
-        {
-            return true;
-        }
-        let end = if self.reversed {
-            &self.start_row
-        } else {
-            &self.stop_row
-        };
-        if end.is_empty() {
-            return false;
-        }
-        if self.reversed {
-            row > &end[..]
-        } else {
-            row >= &end[..]
+    /// The row a reversed scan starts just below (exclusive; `None`: from the last row): past
+    /// `start_row` (inclusive) and past every row with the prefix.
+    pub(crate) fn reversed_upper(&self) -> Option<Bytes> {
+        let after_start = (!self.start_row.is_empty()).then(|| {
+            let mut upper = self.start_row.to_vec();
+            upper.push(0);
+            Bytes::from(upper)
+        });
+        let after_prefix = self.prefix.as_ref().and_then(|p| prefix_end(p));
+        match (after_start, after_prefix) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
-    /// Whether `row` is in the scan (forward iteration has not passed the end yet).
+    /// Whether the scan, now at `row` (moving up, or down when reversed), has gone past every
+    /// row it can return.
+    pub(crate) fn past_end(&self, row: &[u8]) -> bool {
+        if let Some(prefix) = &self.prefix
+            && !row.starts_with(prefix)
+            && if self.reversed {
+                row < &prefix[..]
+            } else {
+                row > &prefix[..]
+            }
+        {
+            return true;
+        }
+        if self.stop_row.is_empty() {
+            return false;
+        }
+        if self.reversed {
+            row <= &self.stop_row[..]
+        } else {
+            row >= &self.stop_row[..]
+        }
+    }
+
+    /// Whether `row` is in the scan (iteration has not passed the end yet).
     pub(crate) fn includes(&self, row: &[u8]) -> bool {
         let prefixed = self.prefix.as_ref().is_none_or(|p| row.starts_with(p));
         let after_start = if self.reversed {
-            // Reversed: stop_row is exclusive below.
-            self.stop_row.is_empty() || row > &self.stop_row[..]
+            self.start_row.is_empty() || row <= &self.start_row[..]
         } else {
             row >= &self.start_row[..]
         };
         prefixed && after_start
     }
+}
 
-    /// Splits the rows into results: filter, reverse, limit, batch.
-    pub(crate) fn shape(&self, rows: Vec<Vec<Cell>>) -> Vec<Vec<Cell>> {
-        let mut rows: Vec<Vec<Cell>> = rows
-            .into_iter()
-            .filter(|row| !row.is_empty())
-            .filter(|row| self.filter.as_ref().is_none_or(|f| f.keeps(row)))
-            .collect();
-        if self.reversed {
-            rows.reverse();
-        }
-        if let Some(limit) = self.limit {
-            rows.truncate(limit);
-        }
-        match self.batch {
-            Some(batch) if batch > 0 => rows
-                .into_iter()
-                .flat_map(|row| row.chunks(batch).map(<[Cell]>::to_vec).collect::<Vec<_>>())
-                .collect(),
-            _ => rows,
-        }
-    }
+/// The first row after every row that starts with `prefix`, if there is one (a prefix of
+/// 0xFF bytes only has none).
+fn prefix_end(prefix: &[u8]) -> Option<Bytes> {
+    let keep = prefix.iter().rposition(|&b| b != 0xFF)?;
+    let mut end = prefix[..=keep].to_vec();
+    end[keep] += 1;
+    Some(Bytes::from(end))
 }
 
 /// A scan in progress ([`crate::Region::scanner`]): an iterator of results, each the selected
-/// cells of one row (or a batch of them).
+/// cells of one row (or a batch of them). It reads one row at a time from the merge of every
+/// source — forwards, or, reversed, each row forwards and then the row before it
+/// (`KeyValueScanner::seek_before_row`, HBase's `seekToPreviousRow`) — so neither direction
+/// holds more than the row it is on.
 pub struct RegionScanner {
     merge: MergeScanner<'static>,
     matcher: Matcher,
     skip: ColumnSkip,
     scan: Scan,
-    /// The first cell of the next row, read while finishing the previous one.
-    lookahead: Option<Cell>,
-    exhausted: bool,
     ready: VecDeque<Vec<Cell>>,
     rows: usize,
     done: bool,
@@ -284,51 +280,66 @@ impl std::fmt::Debug for RegionScanner {
 }
 
 impl RegionScanner {
-    pub(crate) fn new(merge: MergeScanner<'static>, matcher: Matcher, scan: Scan) -> RegionScanner {
-        RegionScanner {
+    /// A scan over `merge` (already positioned for a forward scan).
+    pub(crate) fn new(
+        mut merge: MergeScanner<'static>,
+        matcher: Matcher,
+        scan: Scan,
+    ) -> Result<RegionScanner, RegionError> {
+        if scan.reversed {
+            merge.seek_before_row(scan.reversed_upper().as_deref())?;
+        }
+        Ok(RegionScanner {
             merge,
             matcher,
             skip: ColumnSkip::default(),
             scan,
-            lookahead: None,
-            exhausted: false,
             ready: VecDeque::new(),
             rows: 0,
             done: false,
+        })
+    }
+
+    /// The next row the scan takes (stepping over rows it does not include), or `None` at its
+    /// end.
+    fn next_row_key(&mut self) -> Result<Option<Bytes>, RegionError> {
+        loop {
+            let Some(cell) = self.merge.peek() else {
+                return Ok(None);
+            };
+            let row = cell.row().clone();
+            if self.scan.past_end(&row) {
+                return Ok(None);
+            }
+            if self.scan.includes(&row) {
+                return Ok(Some(row));
+            }
+            self.leave_row(&row)?;
         }
     }
 
-    /// The next non-empty row that passes the filter, in ascending order.
-    fn next_row(&mut self) -> Result<Option<Vec<Cell>>, RegionError> {
-        let mut row: Vec<Cell> = Vec::new();
-        let mut row_key: Option<Bytes> = None;
-        loop {
-            let cell = match self.lookahead.take() {
-                Some(cell) => Some(cell),
-                None if self.exhausted => None,
-                None => self.merge.next()?,
+    /// Moves to the row after `row` in the scan's direction.
+    fn leave_row(&mut self, row: &Bytes) -> Result<(), RegionError> {
+        if self.scan.reversed {
+            self.merge.seek_before_row(Some(row))?;
+        } else if self.merge.peek().is_some_and(|c| c.row() == row) {
+            self.merge.seek(&CellKey::last_on_row(row.clone()))?;
+        }
+        Ok(())
+    }
+
+    /// The cells of `row` the read selects: the row's cells in `CellComparator` order, through
+    /// the matcher, skipping the older versions of finished columns with a seek.
+    fn read_row(&mut self, row: &Bytes) -> Result<Vec<Cell>, RegionError> {
+        let mut out: Vec<Cell> = Vec::new();
+        while self.merge.peek().is_some_and(|c| c.row() == row) {
+            let Some(cell) = self.merge.next()? else {
+                break;
             };
-            if let Some(c) = &cell
-                && self.skip.still_in_column(c, row.last(), &mut self.merge)?
+            if self
+                .skip
+                .still_in_column(&cell, out.last(), &mut self.merge)?
             {
-                continue;
-            }
-            let Some(cell) = cell.filter(|c| !self.scan.past_end(c.row())) else {
-                self.exhausted = true;
-                return Ok(self.kept(row));
-            };
-            if row_key.as_ref().is_some_and(|key| key != cell.row()) {
-                self.lookahead = Some(cell);
-                if let Some(finished) = self.kept(std::mem::take(&mut row)) {
-                    return Ok(Some(finished));
-                }
-                row_key = None;
-                continue;
-            }
-            if row_key.is_none() {
-                row_key = Some(cell.row().clone());
-            }
-            if !self.scan.includes(cell.row()) {
                 continue;
             }
             let admitted = self.matcher.admit(&cell);
@@ -336,7 +347,22 @@ impl RegionScanner {
                 self.skip.column_done(&cell, admitted);
             }
             if admitted {
-                row.push(cell);
+                out.push(cell);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The next non-empty row that passes the filter, in the scan's order.
+    fn next_row(&mut self) -> Result<Option<Vec<Cell>>, RegionError> {
+        loop {
+            let Some(row) = self.next_row_key()? else {
+                return Ok(None);
+            };
+            let cells = self.read_row(&row)?;
+            self.leave_row(&row)?;
+            if let Some(kept) = self.kept(cells) {
+                return Ok(Some(kept));
             }
         }
     }
@@ -347,15 +373,6 @@ impl RegionScanner {
     }
 
     fn fill(&mut self) -> Result<(), RegionError> {
-        if self.scan.reversed {
-            let mut rows = Vec::new();
-            while let Some(row) = self.next_row()? {
-                rows.push(row);
-            }
-            self.ready = self.scan.shape(rows).into();
-            self.done = true;
-            return Ok(());
-        }
         match self.next_row()? {
             None => self.done = true,
             Some(row) => {

@@ -189,3 +189,62 @@ proptest! {
         }
     }
 }
+
+/// A reversed scan streams: the row at or before a key (Thrift's `getRowOrBefore`) costs a few
+/// block reads — a backward seek — not a read of every row before it, and a reversed scan of
+/// the whole table holds one row at a time (it returns its first row before reading the rest).
+#[test]
+fn a_reversed_scan_seeks_instead_of_reading_the_table() {
+    use keel_region::{FamilyOptions, RegionServer, ServerOptions};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let mut family = FamilyOptions::new("f");
+    family.files.block_size = 4096;
+    let t = server.create_table("t", vec![family]).expect("create");
+    for i in 0..20_000u32 {
+        t.put(format!("row{i:06}").as_bytes(), b"f", b"q", &[b'v'; 100])
+            .expect("put");
+    }
+    t.flush().expect("flush");
+    for i in 20_000..20_100u32 {
+        t.put(
+            format!("row{i:06}").as_bytes(),
+            b"f",
+            b"q",
+            b"in the memstore",
+        )
+        .expect("put");
+    }
+    let lookups = || {
+        let s = server.block_cache_stats().expect("a cache");
+        s.hits + s.misses
+    };
+    let before = lookups();
+    let scan = Scan {
+        start_row: Bytes::from_static(b"row010000x"),
+        reversed: true,
+        limit: Some(1),
+        ..Scan::all(i64::MAX / 2)
+    };
+    let rows = t.scan(&scan).expect("scan");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(&rows[0][0].row()[..], b"row010000");
+    let used = lookups() - before;
+    assert!(used < 20, "{used} block lookups for one row before a key");
+    // The whole table backwards, lazily: the first result comes after a handful of blocks.
+    let before = lookups();
+    let mut scanner = t
+        .region()
+        .scanner(&Scan {
+            reversed: true,
+            ..Scan::all(i64::MAX / 2)
+        })
+        .expect("scanner");
+    let first = scanner.next().expect("a row").expect("read");
+    assert_eq!(&first[0].row()[..], b"row020099");
+    assert!(
+        lookups() - before < 20,
+        "the first row of a full reversed scan read the table"
+    );
+    assert_eq!(scanner.count(), 20_099);
+}

@@ -20,6 +20,17 @@ pub trait KeyValueScanner: Send {
     fn next(&mut self) -> Result<Option<Cell>>;
     /// Positions at the first cell ≥ `key`.
     fn seek(&mut self, key: &CellKey) -> Result<()>;
+    /// Positions at the first cell of the last row before `row` (strictly), or of the last row
+    /// of all with `None`; exhausted if there is none. A reversed scan reads a row forward from
+    /// there, then asks for the row before it (HBase's `seekToPreviousRow`).
+    fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()>;
+}
+
+/// The row of the cell before `cells[end]`-ish: the last row of `cells[..end]`, in a sorted
+/// slice, with the index of its first cell.
+fn last_row_start(cells: &[Cell], end: usize) -> Option<usize> {
+    let last = cells[..end].last()?;
+    Some(cells[..end].partition_point(|c| c.row() < last.row()))
 }
 
 /// A scanner over cells already in memory and sorted (tests, and adapters for memstore
@@ -51,6 +62,14 @@ impl KeyValueScanner for VecScanner {
     }
     fn seek(&mut self, key: &CellKey) -> Result<()> {
         self.pos = self.cells.partition_point(|c| c.key() < key);
+        Ok(())
+    }
+    fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
+        let end = match row {
+            None => self.cells.len(),
+            Some(row) => self.cells.partition_point(|c| &c.row()[..] < row),
+        };
+        self.pos = last_row_start(&self.cells, end).unwrap_or(self.cells.len());
         Ok(())
     }
 }
@@ -139,6 +158,36 @@ impl KeyValueScanner for MergeScanner<'_> {
         self.heap.clear();
         for source in 0..self.sources.len() {
             self.sources[source].seek(key)?;
+            self.push(source);
+        }
+        Ok(())
+    }
+
+    /// Each source finds its own last row before `row`; the greatest of those is the merge's,
+    /// and the sources that stopped at an earlier row move forward to it (they then stand past
+    /// it, as a forward merge from that row wants).
+    fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
+        self.heap.clear();
+        let mut best: Option<bytes::Bytes> = None;
+        for source in &mut self.sources {
+            source.seek_before_row(row)?;
+            if let Some(cell) = source.peek()
+                && best.as_ref().is_none_or(|b| cell.row() > b)
+            {
+                best = Some(cell.row().clone());
+            }
+        }
+        let Some(best) = best else {
+            return Ok(());
+        };
+        let first = CellKey::first_on_row(best);
+        for source in 0..self.sources.len() {
+            if self.sources[source]
+                .peek()
+                .is_some_and(|c| c.row() < first.row())
+            {
+                self.sources[source].seek(&first)?;
+            }
             self.push(source);
         }
         Ok(())

@@ -97,6 +97,36 @@ impl<'a> StoreFileScanner<'a> {
         self.advance_to(key)
     }
 
+    /// Positions at the first cell of the last row before `row` (strictly), or of the file's
+    /// last row with `None`; exhausted if there is none. The block that may hold `row`'s first
+    /// cell is walked (by cell headers) for the last row before it; if it has none, the block
+    /// before it, and so on back through the index.
+    pub fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
+        self.started = true;
+        let Some(row) = row else {
+            let last = self.reader.info().last_key.row().clone();
+            return self.seek(&CellKey::first_on_row(last));
+        };
+        if &self.reader.info().first_key.row()[..] >= row {
+            self.current = None;
+            self.path.clear();
+            self.block = Bytes::new();
+            self.pos = 0;
+            return Ok(());
+        }
+        self.descend(&CellKey::first_on_row(Bytes::copy_from_slice(row)))?;
+        let found = loop {
+            if let Some(found) = last_row_before(&self.block, row) {
+                break found;
+            }
+            if !self.prev_block()? {
+                self.current = None;
+                return Ok(());
+            }
+        };
+        self.seek(&CellKey::first_on_row(found))
+    }
+
     /// The cell `next` would return.
     pub fn peek(&self) -> Option<&Cell> {
         self.current.as_ref()
@@ -207,6 +237,32 @@ impl<'a> StoreFileScanner<'a> {
         Ok(true)
     }
 
+    /// Moves the index cursor to the previous data block; false at the start of the file.
+    fn prev_block(&mut self) -> Result<bool> {
+        let path = self.reader.path_ref();
+        let mut level = self.path.len();
+        loop {
+            if level == 0 {
+                return Ok(false);
+            }
+            level -= 1;
+            if self.path[level].1 > 0 {
+                self.path[level].1 -= 1;
+                break;
+            }
+        }
+        let levels = self.path.len();
+        for below in level + 1..levels {
+            let (parent, i) = &self.path[below - 1];
+            let entry = parent.entry(path, *i)?;
+            let child = self.reader.index_block(&entry, below + 1 == levels)?;
+            let last = child.len().saturating_sub(1);
+            self.path[below] = (child, last);
+        }
+        self.load_block()?;
+        Ok(true)
+    }
+
     /// Decodes the next cell into `current`, crossing into later blocks as needed.
     fn load_next(&mut self) -> Result<()> {
         loop {
@@ -252,6 +308,29 @@ impl<'a> StoreFileScanner<'a> {
 /// If the cell encoded at `pos` is well-formed and of a row before `row`, where the next cell
 /// starts; otherwise `None` (and the caller decodes it, reporting any damage).
 fn row_before(block: &[u8], pos: usize, row: &[u8]) -> Option<usize> {
+    let (this, end) = cell_row_at(block, pos)?;
+    (&block[this] < row).then_some(end)
+}
+
+/// The last row before `row` among the cells of a (plain) block, walked by their headers alone;
+/// `None` if the block's first cell is already at or after `row`, or the block is damaged (the
+/// caller's later decode reports that).
+fn last_row_before(block: &Bytes, row: &[u8]) -> Option<Bytes> {
+    let mut pos: usize = 0;
+    let mut last: Option<(usize, usize)> = None;
+    while let Some((this, end)) = cell_row_at(block, pos) {
+        if &block[this.clone()] >= row {
+            break;
+        }
+        last = Some((this.start, this.len()));
+        pos = end;
+    }
+    last.map(|(start, len)| block.slice(start..start + len))
+}
+
+/// The byte range of the row of the (plain) cell encoded at `pos`, and where the next cell
+/// starts; `None` at the block's end or on a damaged header.
+fn cell_row_at(block: &[u8], pos: usize) -> Option<(std::ops::Range<usize>, usize)> {
     let header = block.get(pos..pos.checked_add(keel_cell::CELL_HEADER_LEN)?)?;
     let row_len = usize::from(u16::from_le_bytes([header[0], header[1]]));
     let family_len = usize::from(header[2]);
@@ -263,10 +342,7 @@ fn row_before(block: &[u8], pos: usize, row: &[u8]) -> Option<usize> {
         .checked_add(family_len)?
         .checked_add(qualifier_len)?
         .checked_add(value_len)?;
-    if end > block.len() {
-        return None;
-    }
-    (&block[row_start..row_start + row_len] < row).then_some(end)
+    (end <= block.len()).then_some((row_start..row_start + row_len, end))
 }
 
 impl KeyValueScanner for StoreFileScanner<'_> {
@@ -280,5 +356,9 @@ impl KeyValueScanner for StoreFileScanner<'_> {
 
     fn seek(&mut self, key: &CellKey) -> Result<()> {
         StoreFileScanner::seek(self, key)
+    }
+
+    fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
+        StoreFileScanner::seek_before_row(self, row)
     }
 }

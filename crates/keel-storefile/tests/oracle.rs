@@ -1,7 +1,9 @@
 //! keel-storefile against a `BTreeMap` oracle: random sorted cells written with random block
 //! sizes, encodings, compression and bloom types (tiny blocks force two- and three-level
 //! indexes); every cell read back by a full scan, rows by `get`, random present and absent keys
-//! by `seek`, ascending keys by `reseek`, and a merge of several files and an in-memory source.
+//! by `seek`, ascending keys by `reseek`, the row before random rows by `seek_before_row` and
+//! every row walked backwards, and a merge of several files and an in-memory source, forwards
+//! and backwards.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -151,6 +153,25 @@ proptest! {
             prop_assert_eq!(s.peek(), expected);
         }
 
+        // Backward: the first cell of the last row before each target row, and a walk over
+        // every row in descending order (a reversed scan's moves), from one scanner.
+        let rows_desc: Vec<Bytes> = rows.iter().rev().cloned().collect();
+        for key in &targets {
+            let mut s = reader.scanner();
+            s.seek_before_row(Some(key.row())).expect("test setup");
+            prop_assert_eq!(s.peek(), first_before(&cells, Some(key.row())));
+        }
+        let mut s = reader.scanner();
+        s.seek_before_row(None).expect("test setup");
+        let mut walked = Vec::new();
+        while let Some(cell) = s.peek() {
+            let row = cell.row().clone();
+            prop_assert_eq!(Some(cell), cells.iter().find(|c| c.row() == &row));
+            walked.push(row.clone());
+            s.seek_before_row(Some(&row)).expect("test setup");
+        }
+        prop_assert_eq!(walked, rows_desc);
+
         // Reseeks in ascending order from one scanner.
         let mut ascending = targets.clone();
         ascending.sort();
@@ -191,5 +212,37 @@ proptest! {
         }
         let expected: Vec<Cell> = cells.iter().filter(|c| c.key() >= &start).cloned().collect();
         prop_assert_eq!(merged, expected);
+
+        // A reversed scan's moves over the merge: each row forward, then the row before it.
+        merge.seek_before_row(Some(start.row())).expect("test setup");
+        let mut reversed = Vec::new();
+        while let Some(first) = merge.peek() {
+            let row = first.row().clone();
+            while merge.peek().is_some_and(|c| c.row() == &row) {
+                reversed.push(merge.next().expect("test setup").expect("peeked"));
+            }
+            merge.seek_before_row(Some(&row)).expect("test setup");
+        }
+        let rows: BTreeSet<Bytes> = cells
+            .iter()
+            .filter(|c| c.row() < start.row())
+            .map(|c| c.row().clone())
+            .collect();
+        let expected: Vec<Cell> = rows
+            .iter()
+            .rev()
+            .flat_map(|row| cells.iter().filter(move |c| c.row() == row).cloned())
+            .collect();
+        prop_assert_eq!(reversed, expected);
     }
+}
+
+/// The oracle of `seek_before_row`: the first cell of the last row before `row` (of all rows
+/// with `None`).
+fn first_before<'a>(cells: &'a [Cell], row: Option<&Bytes>) -> Option<&'a Cell> {
+    let last = cells
+        .iter()
+        .rev()
+        .find(|c| row.is_none_or(|r| c.row() < r))?;
+    cells.iter().find(|c| c.row() == last.row())
 }

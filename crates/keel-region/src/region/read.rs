@@ -93,8 +93,8 @@ impl Region {
 
     /// A streaming scan: results come out one at a time, read at one read point through the
     /// memstore segments and store files present when it opens — a flush or a new store file
-    /// afterwards changes nothing it returns. A reversed scan gathers its range before its
-    /// first result (rows are stored ascending).
+    /// afterwards changes nothing it returns. A reversed scan streams too: each row is read
+    /// forwards, then every source moves to the row before it.
     pub fn scanner(&self, scan: &Scan) -> Result<RegionScanner, RegionError> {
         let _span = span!(
             INFO,
@@ -129,12 +129,16 @@ impl Region {
             for file in listed.iter().filter(|f| may_hold_range(f, &query)) {
                 sources.push(Box::new(file.shared_scanner()));
             }
-            sources.push(Box::new(MemSource(
-                store.memstore.scanner(start.clone().., read_point),
-            )));
+            // A reversed scan moves back from its end, so its memstore scanner is unbounded.
+            let memstore = if scan.reversed {
+                store.memstore.scanner(.., read_point)
+            } else {
+                store.memstore.scanner(start.clone().., read_point)
+            };
+            sources.push(Box::new(MemSource(memstore)));
         }
         let merge = MergeScanner::new(sources, &start)?;
-        Ok(RegionScanner::new(merge, matcher, scan.clone()))
+        RegionScanner::new(merge, matcher, scan.clone())
     }
 
     /// The latest visible put of one column, if any.
