@@ -432,3 +432,51 @@ fn a_poisoned_wal_is_reported_and_refuses_every_write() {
     assert!(err.to_string().contains("poisoned"), "{err}");
     assert!(t.get_value(b"a", b"f", b"q").is_ok(), "reads still work");
 }
+
+/// Free MSLAB chunks are kept in one pool per server, bounded by `chunk_pool_bytes` and part
+/// of the start-up memory check — not in one pool per family of up to 128 MiB each, which let
+/// a table of many families hold far more than `memory_bytes` once flushed.
+#[test]
+fn free_memstore_chunks_are_bounded_per_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = ServerOptions {
+        memory_bytes: 256 << 20,
+        global_memstore_bytes: 96 << 20,
+        block_cache_bytes: 0,
+        chunk_pool_bytes: Some(16 << 20),
+        ..options()
+    };
+    let server = RegionServer::open(dir.path(), options.clone()).expect("open");
+    let families: Vec<FamilyOptions> = (0..20)
+        .map(|i| FamilyOptions::new(format!("f{i}")))
+        .collect();
+    let t = server.create_table("wide", families).expect("create");
+    let value = vec![b'v'; 64 << 10];
+    for row in 0..40 {
+        let cells = (0..20)
+            .map(|f| {
+                Cell::put(
+                    format!("r{row}"),
+                    format!("f{f}"),
+                    "q",
+                    LATEST_TIMESTAMP,
+                    value.clone(),
+                )
+                .expect("cell")
+            })
+            .collect();
+        t.mutate(cells, Durability::SkipWal).expect("write");
+    }
+    t.flush().expect("flush");
+    let pooled = server.stats().chunk_pool_bytes;
+    assert!(pooled > 0, "flushed chunks come back to the pool");
+    assert!(pooled <= 16 << 20, "{pooled} bytes pooled");
+    let too_much = ServerOptions {
+        chunk_pool_bytes: Some(200 << 20),
+        ..options
+    };
+    assert!(matches!(
+        RegionServer::open(tempfile::tempdir().expect("tempdir").path(), too_much),
+        Err(RegionError::MemoryConfig(_))
+    ));
+}

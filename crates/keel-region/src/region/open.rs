@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use bytes::Bytes;
 use keel_cell::Cell;
 use keel_fs::FileSystem;
-use keel_memstore::{MemStore, MemStoreOptions};
+use keel_memstore::{
+    ChunkPool, DEFAULT_CHUNK_SIZE, DEFAULT_POOLED_CHUNKS, MemStore, MemStoreOptions,
+};
 use keel_mvcc::{Mvcc, RowLockOptions, RowLocks};
 use keel_storefile::StoreFileReader;
 use keel_sync::{Mutex, RwLock};
@@ -52,7 +54,9 @@ impl Region {
         families: Vec<FamilyOptions>,
         reads: BlockReads,
     ) -> Result<Region, RegionError> {
-        let region = Region::load(fs, dir, wal, id, families, reads)?;
+        // One chunk pool for the region's stores (a server shares one among all its regions).
+        let chunks = Arc::new(ChunkPool::new(DEFAULT_CHUNK_SIZE, DEFAULT_POOLED_CHUNKS));
+        let region = Region::load(fs, dir, wal, id, families, reads, chunks)?;
         if region.needs_replay() {
             let mut flushed = HashMap::new();
             flushed.insert(id, region.flushed_sequence());
@@ -80,6 +84,7 @@ impl Region {
         id: u64,
         families: Vec<FamilyOptions>,
         reads: BlockReads,
+        chunks: Arc<ChunkPool>,
     ) -> Result<Region, RegionError> {
         fs.create_dir_durable(dir)
             .map_err(|e| io("create directory", dir, e))?;
@@ -103,7 +108,7 @@ impl Region {
                     rules: family.rules,
                     files_options: family.files,
                     dir: family_dir,
-                    memstore: MemStore::new(MemStoreOptions::default()),
+                    memstore: MemStore::with_pool(MemStoreOptions::default(), Arc::clone(&chunks)),
                     files: RwLock::new(Vec::new()),
                 },
             );

@@ -96,6 +96,8 @@ pub struct RegionServer {
     /// them one at a time; reads and writes never take it.
     catalog: Mutex<Catalog>,
     account: Arc<MemoryAccount>,
+    /// The MSLAB chunks every region's memstores share.
+    chunks: Arc<keel_memstore::ChunkPool>,
     housekeeping: Mutex<Option<Housekeeping>>,
 }
 
@@ -153,6 +155,11 @@ impl RegionServer {
         let high = options.global_memstore_bytes;
         let low = (high as f64 * options.global_memstore_low_fraction) as u64;
         let account = MemoryAccount::new(high, low, options.memory_wait_timeout);
+        let chunk_size = keel_memstore::DEFAULT_CHUNK_SIZE;
+        let chunks = Arc::new(keel_memstore::ChunkPool::new(
+            chunk_size,
+            usize::try_from(options.chunk_pool_bytes() / chunk_size as u64).unwrap_or(usize::MAX),
+        ));
         let server = RegionServer {
             fs,
             dir: dir.to_path_buf(),
@@ -163,6 +170,7 @@ impl RegionServer {
             tables: Arc::new(RwLock::new(BTreeMap::new())),
             catalog: Mutex::new(catalog.clone()),
             account,
+            chunks,
             housekeeping: Mutex::new(None),
         };
         server.remove_orphans(&catalog);
@@ -318,6 +326,7 @@ impl RegionServer {
             entry.region_id,
             entry.families.clone(),
             self.reads.clone(),
+            Arc::clone(&self.chunks),
         )?;
         Ok(region
             .with_write_order(self.options.write_order)
@@ -430,6 +439,7 @@ impl RegionServer {
             stats.compaction_failures = c.compaction_failures.load(Relaxed);
             stats.compaction_throttled = h.shared.throttle.slept();
         }
+        stats.chunk_pool_bytes = self.chunks.stats().pooled * self.chunks.chunk_size() as u64;
         stats
     }
 

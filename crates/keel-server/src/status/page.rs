@@ -272,7 +272,7 @@ fn storage(out: &mut String, s: &Snapshot) {
     let m = &s.memstore;
     let _ = write!(
         out,
-        "<h2>Memory</h2><table id=\"memory\">{}{}{}{}{}{}</table>",
+        "<h2>Memory</h2><table id=\"memory\">{}{}{}{}{}{}{}</table>",
         row(&[
             "Memstores (all regions)".into(),
             format!(
@@ -289,6 +289,7 @@ fn storage(out: &mut String, s: &Snapshot) {
                 count(m.pressure_flushes)
             )
         ]),
+        row(&["Free memstore chunks".into(), bytes(m.chunk_pool_bytes)]),
         row(&[
             "Request buffers: pooled / heap".into(),
             format!(

@@ -416,6 +416,12 @@ fn write_store(e: &mut Exposition, s: &Snapshot) {
         "Flushes forced by global memory pressure.",
         m.pressure_flushes as f64,
     );
+    e.single(
+        "keel_memstore_chunk_pool_bytes",
+        "gauge",
+        "Free MSLAB chunks kept for reuse, in the server's one bounded pool.",
+        m.chunk_pool_bytes as f64,
+    );
     let per_region: [(&str, &str, &str, RegionValue); 8] = [
         (
             "keel_region_memstore_bytes",

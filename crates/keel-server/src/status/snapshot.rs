@@ -221,6 +221,8 @@ pub struct MemstoreStatus {
     pub blocked_writes: u64,
     /// Flushes forced by memory pressure.
     pub pressure_flushes: u64,
+    /// Bytes of free MSLAB chunks kept for reuse (one pool for the server, bounded).
+    pub chunk_pool_bytes: u64,
 }
 
 /// The block cache.
@@ -373,6 +375,7 @@ pub(super) fn collect(
             high_watermark: stats.memstore_high,
             blocked_writes: stats.blocked_writes,
             pressure_flushes: stats.pressure_flushes,
+            chunk_pool_bytes: stats.chunk_pool_bytes,
         },
         block_cache: store.block_cache_stats().map(|c| {
             let locks = store.block_cache_lock_stats().unwrap_or_default();
