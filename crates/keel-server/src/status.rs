@@ -4,10 +4,19 @@
 //! - `/`: an HTML status page (`status/page.rs`), no scripts or external assets.
 //! - `/status.json`: the same data for scripts ([`Snapshot`]).
 //!
-//! It runs on its own threads (one serving HTTP with `tiny_http`, one sampling the history), and
-//! reads only counters and snapshots, so a slow scrape never delays a call. It answers `GET`
-//! (and `HEAD`) on those three paths and nothing else — no files are ever served — and binds
-//! loopback unless told otherwise.
+//! It never shares fate with the data port. It runs on two threads of its own — one sampling the
+//! history, one serving HTTP with hyper on a single-threaded tokio runtime — and reads only
+//! counters and snapshots, so a slow scrape never delays a call. Its limits hold whatever a
+//! client does: at most `max_connections` at once (more are closed at accept, never queued),
+//! a request head of at most 8 KiB (hyper's smallest read buffer; longer is a 431 and a close),
+//! `header_timeout` for the head to arrive (a client streaming a header line without end is
+//! closed), and `connection_timeout` for a whole connection, reply included. So neither a
+//! slowloris, nor many idle clients, nor a huge header can take memory, threads or handlers
+//! from the Thrift service. hyper is the HTTP stack because it is the well-kept one with these
+//! limits built in, and one thread serving every connection bounds better than a thread per
+//! connection (`tiny_http`, before: no header limit, no timeouts, a thread each). It answers
+//! `GET` (and `HEAD`) on those three paths and nothing else — no files are ever served — and
+//! binds loopback unless told otherwise.
 
 mod history;
 mod page;
@@ -37,6 +46,12 @@ pub struct StatusOptions {
     pub sample_interval: Duration,
     /// Samples kept (120: ten minutes at 5 s).
     pub samples: usize,
+    /// Connections served at once (32); more are closed at accept.
+    pub max_connections: usize,
+    /// How long a request's head may take to arrive (5 s).
+    pub header_timeout: Duration,
+    /// How long one connection may last, its replies included (10 s).
+    pub connection_timeout: Duration,
 }
 
 impl Default for StatusOptions {
@@ -45,6 +60,9 @@ impl Default for StatusOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 9095)),
             sample_interval: history::DEFAULT_INTERVAL,
             samples: history::DEFAULT_SAMPLES,
+            max_connections: 32,
+            header_timeout: Duration::from_secs(5),
+            connection_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -71,6 +89,8 @@ impl Sources {
 pub struct StatusServer {
     local: SocketAddr,
     stop: Arc<AtomicBool>,
+    /// Ends the HTTP thread's accept loop.
+    stop_http: Option<tokio::sync::oneshot::Sender<()>>,
     threads: Vec<JoinHandle<()>>,
     sources: Arc<Sources>,
 }
@@ -90,11 +110,9 @@ impl StatusServer {
         net: NetObserver,
         options: &StatusOptions,
     ) -> std::io::Result<StatusServer> {
-        let http = tiny_http::Server::http(options.listen).map_err(std::io::Error::other)?;
-        let local = http
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| std::io::Error::other("the status port is not an IP socket"))?;
+        let listener = std::net::TcpListener::bind(options.listen)?;
+        listener.set_nonblocking(true)?;
+        let local = listener.local_addr()?;
         let sources = Arc::new(Sources {
             store,
             net,
@@ -102,11 +120,13 @@ impl StatusServer {
             started: Instant::now(),
         });
         let stop = Arc::new(AtomicBool::new(false));
+        let (stop_http, stopped) = tokio::sync::oneshot::channel();
         let serving = {
-            let (sources, stop) = (Arc::clone(&sources), Arc::clone(&stop));
+            let sources = Arc::clone(&sources);
+            let limits = Limits::from(options);
             std::thread::Builder::new()
                 .name("keel-status-http".into())
-                .spawn(move || serve(&http, &sources, &stop))?
+                .spawn(move || serve(listener, sources, limits, stopped))?
         };
         let sampling = {
             let (sources, stop) = (Arc::clone(&sources), Arc::clone(&stop));
@@ -123,6 +143,7 @@ impl StatusServer {
         Ok(StatusServer {
             local,
             stop,
+            stop_http: Some(stop_http),
             threads: vec![serving, sampling],
             sources,
         })
@@ -145,6 +166,9 @@ impl StatusServer {
 
     fn stop_now(&mut self) {
         self.stop.store(true, Ordering::Release);
+        if let Some(stop_http) = self.stop_http.take() {
+            let _ = stop_http.send(());
+        }
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
@@ -168,73 +192,129 @@ fn sleep_unless_stopped(total: Duration, stop: &AtomicBool) {
     }
 }
 
-fn header(name: &str, value: &str) -> tiny_http::Header {
-    // Both are ASCII literals chosen here, which tiny_http always accepts.
-    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes())
-        .unwrap_or_else(|()| unreachable!("a valid header: {name}"))
+/// The HTTP side's limits.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    max_connections: usize,
+    header_timeout: Duration,
+    connection_timeout: Duration,
 }
 
-/// A response: status, content type, body.
-fn respond(
-    request: &tiny_http::Request,
-    sources: &Sources,
-) -> (u16, &'static str, String, Option<tiny_http::Header>) {
-    let method = request.method();
-    if !matches!(method, tiny_http::Method::Get | tiny_http::Method::Head) {
+impl From<&StatusOptions> for Limits {
+    fn from(options: &StatusOptions) -> Limits {
+        Limits {
+            max_connections: options.max_connections.max(1),
+            header_timeout: options.header_timeout,
+            connection_timeout: options.connection_timeout,
+        }
+    }
+}
+
+/// A response: status, content type, body, and an `Allow` header for a refused method.
+fn respond(method: &hyper::Method, path: &str, sources: &Sources) -> (u16, &'static str, String) {
+    if !matches!(*method, hyper::Method::GET | hyper::Method::HEAD) {
         return (
             405,
             "text/plain; charset=utf-8",
             "only GET is served here\n".into(),
-            Some(header("Allow", "GET, HEAD")),
         );
     }
-    let path = request.url().split(['?', '#']).next().unwrap_or("");
     match path {
         "/" => (
             200,
             "text/html; charset=utf-8",
             page::render(&sources.snapshot()),
-            None,
         ),
         "/metrics" => (
             200,
             "text/plain; version=0.0.4; charset=utf-8",
             prometheus::render(&sources.snapshot(), &sources.net.rpc()),
-            None,
         ),
         "/status.json" => (
             200,
             "application/json",
             serde_json::to_string_pretty(&sources.snapshot())
                 .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}")),
-            None,
         ),
         _ => (
             404,
             "text/plain; charset=utf-8",
             "not found: this port serves /, /metrics and /status.json\n".into(),
-            None,
         ),
     }
 }
 
-fn serve(http: &tiny_http::Server, sources: &Sources, stop: &AtomicBool) {
-    while !stop.load(Ordering::Acquire) {
-        let request = match http.recv_timeout(Duration::from_millis(100)) {
-            Ok(Some(request)) => request,
-            Ok(None) => continue,
-            Err(_) => return,
-        };
-        let (status, content_type, body, extra) = respond(&request, sources);
-        let mut response = tiny_http::Response::from_string(body)
-            .with_status_code(status)
-            .with_header(header("Content-Type", content_type))
-            .with_header(header("Cache-Control", "no-store"))
-            .with_header(header("X-Content-Type-Options", "nosniff"));
-        if let Some(extra) = extra {
-            response = response.with_header(extra);
-        }
-        // A client that went away mid-response is its own problem.
-        let _ = request.respond(response);
+type Body = http_body_util::Full<bytes::Bytes>;
+
+fn response(
+    request: &hyper::Request<hyper::body::Incoming>,
+    sources: &Sources,
+) -> hyper::Response<Body> {
+    let (status, content_type, body) = respond(request.method(), request.uri().path(), sources);
+    let mut response = hyper::Response::new(Body::from(body));
+    *response.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    let static_value = hyper::header::HeaderValue::from_static;
+    headers.insert(hyper::header::CONTENT_TYPE, static_value(content_type));
+    headers.insert(hyper::header::CACHE_CONTROL, static_value("no-store"));
+    headers.insert(
+        hyper::header::X_CONTENT_TYPE_OPTIONS,
+        static_value("nosniff"),
+    );
+    if status == 405 {
+        headers.insert(hyper::header::ALLOW, static_value("GET, HEAD"));
     }
+    response
+}
+
+/// The HTTP thread: a single-threaded runtime serving every connection, within `limits`, until
+/// `stopped` fires.
+fn serve(
+    listener: std::net::TcpListener,
+    sources: Arc<Sources>,
+    limits: Limits,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+    else {
+        return;
+    };
+    runtime.block_on(async move {
+        let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+            return;
+        };
+        let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+        loop {
+            let accepted = tokio::select! {
+                _ = &mut stopped => return,
+                accepted = listener.accept() => accepted,
+            };
+            let Ok((stream, _)) = accepted else {
+                continue;
+            };
+            // Over the limit: closed at once, never queued.
+            let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                drop(stream);
+                continue;
+            };
+            let sources = Arc::clone(&sources);
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let response = response(&request, &sources);
+                    async move { Ok::<_, std::convert::Infallible>(response) }
+                });
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(limits.header_timeout)
+                    .max_buf_size(8192)
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                let _ = tokio::time::timeout(limits.connection_timeout, connection).await;
+                drop(permit);
+            });
+        }
+    });
 }

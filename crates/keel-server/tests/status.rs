@@ -267,7 +267,11 @@ fn only_get_on_three_paths_and_loopback_by_default() {
     for method in ["POST", "PUT", "DELETE", "PATCH", "OPTIONS"] {
         let (code, head, _) = http(status, method, "/metrics");
         assert_eq!(code, 405, "{method}");
-        assert!(head.contains("Allow: GET, HEAD"), "{head}");
+        // Header names are case-insensitive (hyper writes them lowercase).
+        assert!(
+            head.to_ascii_lowercase().contains("allow: get, head"),
+            "{head}"
+        );
     }
     for path in [
         "/../../etc/passwd",
@@ -373,6 +377,76 @@ fn a_poisoned_wal_and_a_failed_table_are_on_the_page_and_in_metrics() {
             .as_str()
             .is_some_and(|f| f.contains("MANIFEST"))
     );
+    status.shutdown();
+    thrift.shutdown();
+}
+
+/// The status port's limits (hyper's, on one thread of its own): a header line that never ends
+/// is cut off at 8 KiB, a head that never finishes is closed after the header timeout, and
+/// connections beyond the cap are closed at accept — while the status page and the Thrift
+/// service keep answering.
+#[test]
+fn the_status_port_bounds_slowloris_huge_headers_and_idle_crowds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let handler = Arc::new(Handler::new(Arc::clone(&store), HandlerOptions::default()));
+    let thrift = ThriftServer::start(
+        handler,
+        NetOptions {
+            listen: "127.0.0.1:0".parse().expect("address"),
+            ..NetOptions::default()
+        },
+    )
+    .expect("thrift");
+    let status = StatusServer::start(
+        store,
+        thrift.observer(),
+        &StatusOptions {
+            listen: "127.0.0.1:0".parse().expect("address"),
+            max_connections: 8,
+            header_timeout: Duration::from_millis(500),
+            ..StatusOptions::default()
+        },
+    )
+    .expect("status");
+    let address = status.local_addr();
+    // A header line that never ends: cut off long before it could grow.
+    let mut huge = TcpStream::connect(address).expect("connect");
+    let _ = huge.write_all(b"GET / HTTP/1.1\r\nX-Long: ");
+    let mut sent = 0usize;
+    let chunk = vec![b'a'; 64 << 10];
+    while sent < (64 << 20) {
+        if huge.write_all(&chunk).is_err() {
+            break;
+        }
+        sent += chunk.len();
+    }
+    assert!(
+        sent < (64 << 20),
+        "the server read {sent} bytes of one header"
+    );
+    // A crowd of idle connections, and one slowloris trickling a head.
+    let idle: Vec<TcpStream> = (0..20)
+        .map(|_| TcpStream::connect(address).expect("connect"))
+        .collect();
+    let mut slow = TcpStream::connect(address).expect("connect");
+    let _ = slow.write_all(b"GET /met");
+    std::thread::sleep(Duration::from_millis(1200));
+    // The head timeout closed them; the page answers again.
+    let (code, _, _) = http(address, "GET", "/metrics");
+    assert_eq!(code, 200);
+    let mut buf = [0u8; 1];
+    slow.set_read_timeout(Some(Duration::from_secs(2)))
+        .expect("timeout");
+    assert!(
+        matches!(slow.read(&mut buf), Ok(0) | Err(_)),
+        "the slowloris was closed"
+    );
+    // The Thrift side never noticed.
+    let mut c =
+        Client::connect(thrift.local_addr(), Transport::Framed, Protocol::Binary).expect("connect");
+    assert!(c.call(&Call::GetTableNames).is_ok());
+    drop(idle);
     status.shutdown();
     thrift.shutdown();
 }
