@@ -20,9 +20,17 @@ pub struct BinaryDecoder {
 impl BinaryDecoder {
     /// A decoder over `buf` with `limits`.
     pub fn new(buf: Bytes, limits: Limits) -> BinaryDecoder {
-        BinaryDecoder {
-            cursor: Cursor::new(buf, limits),
-        }
+        BinaryDecoder::with_cursor(Cursor::new(buf, limits))
+    }
+
+    fn with_cursor(cursor: Cursor) -> BinaryDecoder {
+        BinaryDecoder { cursor }
+    }
+
+    /// A decoder over a message held in several buffers, in order (a request read into a chain
+    /// of pooled buffers): decoded where it lies, a value straddling two buffers copied.
+    pub fn from_parts(parts: Vec<Bytes>, limits: Limits) -> BinaryDecoder {
+        BinaryDecoder::with_cursor(Cursor::over(parts, limits))
     }
 
     fn ttype(&mut self, id: u8) -> Result<TType> {

@@ -71,12 +71,22 @@ pub struct CompactDecoder {
 impl CompactDecoder {
     /// A decoder over `buf` with `limits`.
     pub fn new(buf: Bytes, limits: Limits) -> CompactDecoder {
+        CompactDecoder::with_cursor(Cursor::new(buf, limits))
+    }
+
+    fn with_cursor(cursor: Cursor) -> CompactDecoder {
         CompactDecoder {
-            cursor: Cursor::new(buf, limits),
+            cursor,
             last_ids: Vec::new(),
             last_id: 0,
             pending_bool: None,
         }
+    }
+
+    /// A decoder over a message held in several buffers, in order (a request read into a chain
+    /// of pooled buffers): decoded where it lies, a value straddling two buffers copied.
+    pub fn from_parts(parts: Vec<Bytes>, limits: Limits) -> CompactDecoder {
+        CompactDecoder::with_cursor(Cursor::over(parts, limits))
     }
 
     fn varint(&mut self, max_bytes: usize) -> Result<u64> {

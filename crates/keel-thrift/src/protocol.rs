@@ -135,10 +135,19 @@ pub trait Encoder {
     }
 }
 
-/// The byte cursor both decoders share: bounds, the incomplete/too-large distinction, depth.
+/// The byte cursor both decoders share: bounds, the incomplete/too-large distinction, depth,
+/// and the decoded-size charge. It reads one contiguous buffer or a chain of them (HBase's
+/// `MultiByteBuff`: a request read into several pooled buffers is decoded where it lies); a
+/// value that straddles two buffers is the only thing ever copied.
 #[derive(Debug, Clone)]
 pub(crate) struct Cursor {
-    buf: Bytes,
+    /// The message's bytes, in order; at least one part (possibly empty).
+    parts: Vec<Bytes>,
+    /// The part `pos` is in, and the offset in it.
+    part: usize,
+    offset: usize,
+    /// Every part's bytes together.
+    len: usize,
     pub(crate) pos: usize,
     pub(crate) limits: Limits,
     depth: usize,
@@ -157,8 +166,19 @@ pub const DECODED_BINARY_COST: usize = 32;
 
 impl Cursor {
     pub(crate) fn new(buf: Bytes, limits: Limits) -> Cursor {
+        Cursor::over(vec![buf], limits)
+    }
+
+    pub(crate) fn over(mut parts: Vec<Bytes>, limits: Limits) -> Cursor {
+        parts.retain(|p| !p.is_empty());
+        if parts.is_empty() {
+            parts.push(Bytes::new());
+        }
         Cursor {
-            buf,
+            len: parts.iter().map(Bytes::len).sum(),
+            parts,
+            part: 0,
+            offset: 0,
             pos: 0,
             limits,
             depth: 0,
@@ -187,32 +207,80 @@ impl Cursor {
     }
 
     pub(crate) fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
+        self.len - self.pos
     }
 
-    pub(crate) fn take(&mut self, n: usize) -> Result<&[u8]> {
+    /// Fails as incomplete unless `n` more bytes are there.
+    fn need(&self, n: usize) -> Result<()> {
         if n > self.remaining() {
             return Err(ThriftError::Incomplete {
                 offset: self.pos,
                 needed: n - self.remaining(),
             });
         }
-        let start = self.pos;
+        Ok(())
+    }
+
+    /// Moves `n` bytes on (already checked to be there).
+    fn advance(&mut self, mut n: usize) {
         self.pos += n;
-        Ok(&self.buf[start..self.pos])
+        while n > 0 {
+            let left = self.parts[self.part].len() - self.offset;
+            if n < left {
+                self.offset += n;
+                return;
+            }
+            n -= left;
+            if self.part + 1 < self.parts.len() {
+                self.part += 1;
+                self.offset = 0;
+            } else {
+                self.offset += left;
+            }
+        }
+        // At a part's end with more parts after it: stand at the next one's start.
+        if self.offset == self.parts[self.part].len() && self.part + 1 < self.parts.len() {
+            self.part += 1;
+            self.offset = 0;
+        }
+    }
+
+    /// The next `n` bytes when they lie in the current part.
+    fn contiguous(&self, n: usize) -> Option<&[u8]> {
+        self.parts[self.part].get(self.offset..self.offset + n)
+    }
+
+    /// Copies the next `out.len()` bytes (already checked to be there) across parts.
+    fn copy_into(&mut self, out: &mut [u8]) {
+        let mut done = 0;
+        while done < out.len() {
+            let part = &self.parts[self.part][self.offset..];
+            let take = part.len().min(out.len() - done);
+            out[done..done + take].copy_from_slice(&part[..take]);
+            done += take;
+            self.advance(take);
+        }
     }
 
     pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        self.need(N)?;
         let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N)?);
+        match self.contiguous(N) {
+            Some(bytes) => {
+                out.copy_from_slice(bytes);
+                self.advance(N);
+            }
+            None => self.copy_into(&mut out),
+        }
         Ok(out)
     }
 
     pub(crate) fn byte(&mut self) -> Result<u8> {
-        Ok(self.take(1)?[0])
+        Ok(self.array::<1>()?[0])
     }
 
-    /// A binary value of `len` bytes (already checked non-negative), zero-copy.
+    /// A binary value of `len` bytes (already checked non-negative): a slice of its part,
+    /// copied only if it straddles two.
     pub(crate) fn binary(&mut self, len: i64) -> Result<Bytes> {
         let offset = self.pos;
         let limit = self.limits.max_string;
@@ -226,9 +294,18 @@ impl Cursor {
                     size: len,
                     limit,
                 })?;
-        self.take(len)?;
+        self.need(len)?;
         self.charge(DECODED_BINARY_COST)?;
-        Ok(self.buf.slice(offset..offset + len))
+        let value = if self.contiguous(len).is_some() {
+            let value = self.parts[self.part].slice(self.offset..self.offset + len);
+            self.advance(len);
+            value
+        } else {
+            let mut value = vec![0u8; len];
+            self.copy_into(&mut value);
+            Bytes::from(value)
+        };
+        Ok(value)
     }
 
     /// A container length: non-negative, within the limit, and no more elements than the
