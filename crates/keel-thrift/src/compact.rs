@@ -32,7 +32,7 @@ fn compact_id(ttype: TType) -> u8 {
     }
 }
 
-fn from_compact_id(id: u8) -> Option<TType> {
+pub(crate) fn from_compact_id(id: u8) -> Option<TType> {
     Some(match id {
         TRUE | FALSE => TType::Bool,
         3 => TType::I8,

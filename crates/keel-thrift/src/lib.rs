@@ -16,6 +16,8 @@
 //!   expects), for server and client.
 //! - [`Client`]: a blocking `Hbase` client on the same codec (buffered or framed, binary or
 //!   compact).
+//! - [`MessageBoundary`]: where a message ends on a buffered (unframed) connection, found as
+//!   its bytes arrive, in time linear in them (the decoder then runs once, on the whole message).
 //! - [`transport`]: buffered or framed, binary or compact, told from a connection's first
 //!   bytes; frame lengths checked against a maximum before anything is read.
 //!
@@ -44,6 +46,7 @@
 #![warn(missing_docs)]
 
 mod binary;
+mod boundary;
 mod client;
 mod compact;
 mod error;
@@ -53,6 +56,7 @@ pub mod transport;
 mod types;
 
 pub use binary::{BinaryDecoder, BinaryEncoder};
+pub use boundary::MessageBoundary;
 pub use client::{Client, ClientError};
 pub use compact::{CompactDecoder, CompactEncoder};
 pub use error::{Result, ThriftError};

@@ -8,8 +8,10 @@ use keel_thrift::hbase::{
     TColumn, TIncrement, TRegionInfo, TRowResult, TScan, UNKNOWN_METHOD, decode_call, decode_reply,
     encode_application_exception, encode_reply,
 };
+use keel_thrift::transport::Protocol;
 use keel_thrift::{
     BinaryDecoder, BinaryEncoder, CompactDecoder, CompactEncoder, Decoder, Encoder, Limits,
+    MessageBoundary,
 };
 
 fn b(s: &str) -> Bytes {
@@ -266,6 +268,39 @@ fn every_call_round_trips_in_both_protocols_and_every_prefix_is_incomplete() {
                     other => panic!("{} cut at {cut}: {other:?}", call.method()),
                 }
             }
+        }
+    }
+}
+
+#[test]
+fn the_boundary_walk_finds_every_call_end_however_the_bytes_arrive() {
+    for (mut e, _) in both() {
+        let mut stream = Vec::new();
+        let mut ends = Vec::new();
+        for (seqid, call) in sample_calls().into_iter().enumerate() {
+            call.encode(&mut *e, seqid as i32);
+            stream.extend_from_slice(&e.take());
+            ends.push(stream.len());
+        }
+        let protocol = if stream.first() == Some(&0x82) {
+            Protocol::Compact
+        } else {
+            Protocol::Binary
+        };
+        for step in [1, 2, 3, 5, 64, 4096] {
+            let mut boundary = MessageBoundary::new(protocol, Limits::default());
+            let mut found = Vec::new();
+            for (i, piece) in stream.chunks(step).enumerate() {
+                let mut at = 0;
+                while let Some(n) = boundary.feed(&piece[at..]).expect("well-formed calls") {
+                    at += n;
+                    found.push(i * step + at);
+                    if at == piece.len() {
+                        break;
+                    }
+                }
+            }
+            assert_eq!(found, ends, "{protocol:?} in pieces of {step}");
         }
     }
 }

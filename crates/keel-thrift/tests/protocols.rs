@@ -6,7 +6,7 @@ use bytes::Bytes;
 use keel_thrift::transport::{Protocol, Transport, detect, frame, frame_len};
 use keel_thrift::{
     BinaryDecoder, BinaryEncoder, CompactDecoder, CompactEncoder, Decoder, Encoder, Limits,
-    MessageHeader, MessageType, TType, ThriftError,
+    MessageBoundary, MessageHeader, MessageType, TType, ThriftError,
 };
 use proptest::prelude::*;
 
@@ -273,6 +273,87 @@ proptest! {
         prop_assert_eq!(detect(&framed).expect("detect"), Some((Transport::Framed, protocol)));
         let prefix = [framed[0], framed[1], framed[2], framed[3]];
         prop_assert_eq!(frame_len(prefix, 1 << 20).expect("length"), bytes.len());
+    }
+
+    #[test]
+    fn the_boundary_walk_ends_each_message_where_the_decoder_does(
+        first in structure(3),
+        second in structure(2),
+        kind in kind(),
+        name in "[a-zA-Z]{0,20}",
+        cuts in prop::collection::vec(1usize..40, 1..64),
+        compact in any::<bool>(),
+    ) {
+        let protocol = if compact { Protocol::Compact } else { Protocol::Binary };
+        let header = MessageHeader { name, kind, seqid: 3 };
+        let one = message(protocol, &header, &first);
+        let two = message(protocol, &header, &second);
+        let stream = [one.clone(), two.clone()].concat();
+        // Fed in pieces of the drawn sizes (cycled), the walk reports each end exactly once,
+        // at the byte the decoder stopped at.
+        let mut boundary = MessageBoundary::new(protocol, Limits::default());
+        let mut ends = Vec::new();
+        let mut at = 0;
+        let mut sizes = cuts.iter().cycle();
+        while at < stream.len() {
+            let end = (at + sizes.next().expect("cycled")).min(stream.len());
+            let mut piece = &stream[at..end];
+            let mut base = at;
+            while let Some(n) = boundary.feed(piece).expect("a well-formed stream") {
+                ends.push(base + n);
+                base += n;
+                piece = &piece[n..];
+                if piece.is_empty() {
+                    break;
+                }
+            }
+            at = end;
+        }
+        prop_assert_eq!(ends, vec![one.len(), one.len() + two.len()]);
+        prop_assert_eq!(boundary.consumed(), 0);
+        // Byte by byte: no end before the last byte.
+        let mut boundary = MessageBoundary::new(protocol, Limits::default());
+        for (i, byte) in one.iter().enumerate() {
+            let end = boundary.feed(std::slice::from_ref(byte)).expect("well-formed");
+            prop_assert_eq!(end, (i + 1 == one.len()).then_some(1));
+        }
+    }
+
+    #[test]
+    fn the_boundary_walk_never_panics_and_agrees_with_the_decoder(
+        tail in prop::collection::vec(any::<u8>(), 0..200),
+        headed in any::<bool>(),
+        step in 1usize..20,
+        compact in any::<bool>(),
+    ) {
+        let protocol = if compact { Protocol::Compact } else { Protocol::Binary };
+        // Half the cases start with a real header, so that the struct walk is reached.
+        let mut bytes = Vec::new();
+        if headed {
+            let mut e = encoder(protocol);
+            e.write_message_begin(&MessageHeader { name: "m".into(), kind: MessageType::Call, seqid: 1 });
+            bytes = e.take();
+        }
+        bytes.extend_from_slice(&tail);
+        let limits = Limits { max_string: 64, max_container: 64, max_depth: 8, max_decoded: 1 << 20 };
+        let mut boundary = MessageBoundary::new(protocol, limits);
+        let mut found = None;
+        for (i, piece) in bytes.chunks(step).enumerate() {
+            match boundary.feed(piece) {
+                Ok(Some(n)) => {
+                    found = Some(i * step + n);
+                    break;
+                }
+                Ok(None) => {}
+                Err(_) => break,
+            }
+        }
+        // Whatever the decoder reads as one message (header, then any struct), the walk ends
+        // at the same byte.
+        let mut d = decoder(protocol, bytes.clone(), limits);
+        if d.read_message_begin().is_ok() && d.skip(TType::Struct).is_ok() {
+            prop_assert_eq!(found, Some(d.position()));
+        }
     }
 
     #[test]
