@@ -107,15 +107,6 @@ impl BufferPool {
         Ok(PoolBuf::new(segments, len, self))
     }
 
-    /// A heap buffer of exactly `len` bytes, counted as a heap allocation (for a request the
-    /// caller will need in one piece anyway; the limit was checked by the caller).
-    pub(crate) fn allocate_heap(&self, len: usize) -> PoolBuf {
-        self.inner.counters.heap(len);
-        let mut segments = Segments::default();
-        segments.push(Segment::Heap(vec![0u8; len].into_boxed_slice()));
-        PoolBuf::new(segments, len, self)
-    }
-
     /// One whole pooled buffer (or, if the pool is exhausted, a heap buffer of the same size),
     /// for a reader that does not know the request size yet (HBase `allocateOneBuffer`).
     pub fn allocate_one(&self) -> PoolBuf {

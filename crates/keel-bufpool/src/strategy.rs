@@ -115,10 +115,10 @@ impl RequestPool {
     /// the request limit ([`PoolOptions::max_allocation`]), and the shared running-average
     /// pool keeps at most [`PoolOptions::max_buffers`] buffers.
     ///
-    /// Unlike [`BufferPool::allocate`], the fixed pool here gives a request larger than one
-    /// buffer a heap buffer (counted as a heap allocation): a consumer of one contiguous
-    /// `Bytes` would have to copy a chain of pooled buffers into one piece, which costs a copy
-    /// and an allocation the pool could not even count.
+    /// The fixed pool gives a request larger than one buffer a chain of pooled buffers, as
+    /// [`BufferPool::allocate`] does (HBase's `MultiByteBuff`): read it with
+    /// [`RequestBuf::freeze_parts`], which keeps the chain; [`RequestBuf::freeze`] would copy
+    /// it into one piece.
     pub fn new(strategy: Strategy, options: PoolOptions) -> RequestPool {
         let limit = options.max_allocation;
         let design = match strategy {
@@ -176,13 +176,6 @@ impl RequestConnection {
     pub fn allocate(&mut self, len: usize) -> Result<RequestBuf, PoolError> {
         let mut none = ();
         let (buffer, home) = match &self.design {
-            // Larger than one buffer: a chain would be copied into one piece at `freeze` anyway
-            // (an extra copy and an uncounted allocation), so read it into the heap directly.
-            Design::Fixed(d)
-                if len > d.options().buffer_size && len <= d.options().max_allocation =>
-            {
-                return Ok(RequestBuf(Held::Pooled(d.allocate_heap(len))));
-            }
             Design::Fixed(d) => return d.allocate(len).map(|b| RequestBuf(Held::Pooled(b))),
             Design::Plain(d) => (d.acquire(&mut none, len)?, Home::Plain(Arc::clone(d))),
             Design::SharedAverage(d) => (
@@ -267,13 +260,24 @@ impl RequestBuf {
         }
     }
 
-    /// The written bytes as one contiguous `Bytes`, without a copy (the fixed pool never chains
-    /// a request through a [`RequestPool`]: one larger than a buffer comes from the heap). The
-    /// buffer goes back to its design when the last clone or slice is dropped.
+    /// The written bytes as one contiguous `Bytes`: without a copy, except for the fixed pool's
+    /// chain (a request larger than one buffer), which is copied into one piece; prefer
+    /// [`RequestBuf::freeze_parts`] where the reader takes a chain. The buffer goes back to its
+    /// design when the last clone or slice is dropped.
     pub fn freeze(self) -> Bytes {
         match self.0 {
             Held::Pooled(b) => b.into_bytes(),
             Held::Heap(r) => Bytes::from_owner(r),
+        }
+    }
+
+    /// The written bytes as they lie, one `Bytes` per buffer, never copied: one part except for
+    /// the fixed pool's chain. Each buffer goes back to its design when the last clone or slice
+    /// of its part is dropped.
+    pub fn freeze_parts(self) -> Vec<Bytes> {
+        match self.0 {
+            Held::Pooled(b) => b.freeze().parts().to_vec(),
+            Held::Heap(r) => vec![Bytes::from_owner(r)],
         }
     }
 

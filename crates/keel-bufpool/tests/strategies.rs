@@ -3,7 +3,7 @@
 
 use std::sync::mpsc;
 
-use bytes::BufMut;
+use bytes::{BufMut, Bytes};
 use keel_bufpool::{PoolError, PoolOptions, PoolStats, RequestPool, Strategy};
 
 fn options() -> PoolOptions {
@@ -99,20 +99,45 @@ fn dropping_the_last_slice_returns_the_buffer_for_the_next_request() {
 }
 
 #[test]
-fn the_fixed_pool_reads_a_request_larger_than_a_buffer_into_the_heap() {
+fn the_fixed_pool_reads_a_request_larger_than_a_buffer_into_a_chain() {
     let pool = RequestPool::new(Strategy::FixedPool, options());
     let mut connection = pool.connect();
-    let mut one = connection.allocate(4096).unwrap();
-    one.put_slice(&stamp(4096, 1));
-    drop(one.freeze());
-    let mut large = connection.allocate(3 * 4096 + 700).unwrap();
-    large.put_slice(&stamp(3 * 4096 + 700, 2));
-    assert_eq!(&large.freeze()[..], &stamp(3 * 4096 + 700, 2)[..]);
+    let len = 3 * 4096 + 500;
+    let mut large = connection.allocate(len).unwrap();
+    large.put_slice(&stamp(len, 2));
+    let parts = large.freeze_parts();
+    // Three pooled buffers and a heap tail (500 bytes is below the 1/6-of-a-buffer minimum),
+    // each part where it lies: no copy.
+    assert_eq!(
+        parts.iter().map(Bytes::len).collect::<Vec<_>>(),
+        [4096, 4096, 4096, 500]
+    );
+    assert_eq!(parts.concat(), stamp(len, 2));
     let s = pool.stats();
-    // One pooled buffer for the first; the second, counted, from the heap: no chain to copy.
-    assert_eq!((s.pooled_allocations, s.heap_allocations), (1, 1), "{s:?}");
-    assert_eq!(s.heap_bytes, 3 * 4096 + 700);
-    assert_eq!(s.buffers_created, 1);
+    assert_eq!((s.pooled_allocations, s.heap_bytes), (3, 500), "{s:?}");
+    assert_eq!(pool.stats().free_buffers, 0, "held by the parts");
+    drop(parts);
+    assert_eq!(pool.stats().free_buffers, 3, "back when the parts go");
+    // `freeze` on a chain gives one piece (a copy); the buffers still come back.
+    let mut again = connection.allocate(len).unwrap();
+    again.put_slice(&stamp(len, 3));
+    let one = again.freeze();
+    assert_eq!(&one[..], &stamp(len, 3)[..]);
+    drop(one);
+    assert_eq!(pool.stats().free_buffers, 3);
+    // Every other design: one part.
+    for strategy in [
+        Strategy::Plain,
+        Strategy::PerConnection,
+        Strategy::SharedAverage,
+    ] {
+        let pool = RequestPool::new(strategy, options());
+        let mut buf = pool.connect().allocate(len).unwrap();
+        buf.put_slice(&stamp(len, 4));
+        let parts = buf.freeze_parts();
+        assert_eq!(parts.len(), 1, "{strategy}");
+        assert_eq!(&parts[0][..], &stamp(len, 4)[..]);
+    }
 }
 
 #[test]

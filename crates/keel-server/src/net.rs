@@ -22,6 +22,7 @@ use keel_rpc::{Executor, RpcOptions, ShutdownMode};
 use crate::Handler;
 
 mod budget;
+mod buffered;
 mod connection;
 mod dispatch;
 

@@ -1,6 +1,6 @@
-//! Every keel-bufpool request-buffer design behind the real server: several connections put rows
+//! Every keel-bufpool request-buffer design behind the real server, over both transports: several connections put rows
 //! from 10 bytes to 200 KiB (for the fixed pool: the heap below its minimum, one pooled buffer,
-//! the heap again above one buffer) and read each back whole; afterwards every buffer a design
+//! a chain of pooled buffers above one) and read each back whole; afterwards every buffer a design
 //! made is back with it or discarded, never leaked.
 
 use std::time::{Duration, Instant};
@@ -60,7 +60,11 @@ fn buffers_all_accounted_for(server: &ThriftServer, strategy: Strategy) -> PoolS
 
 #[test]
 fn every_design_serves_requests_of_every_size_and_gets_its_buffers_back() {
-    for strategy in Strategy::ALL {
+    // Both transports: a buffered request is read into the pool once its end is found.
+    let cases = Strategy::ALL
+        .into_iter()
+        .flat_map(|s| [(s, Transport::Framed), (s, Transport::Buffered)]);
+    for (strategy, transport) in cases {
         let dir = tempfile::tempdir().expect("tempdir");
         let server = start(dir.path(), strategy);
         let address = server.local_addr();
@@ -78,8 +82,8 @@ fn every_design_serves_requests_of_every_size_and_gets_its_buffers_back() {
         std::thread::scope(|s| {
             for client in 0..4 {
                 s.spawn(move || {
-                    let mut c = Client::connect(address, Transport::Framed, Protocol::Binary)
-                        .expect("connect");
+                    let mut c =
+                        Client::connect(address, transport, Protocol::Binary).expect("connect");
                     for i in 0..12 {
                         let row = b(&format!("c{client}-r{i}"));
                         c.call(&Call::MutateRows {

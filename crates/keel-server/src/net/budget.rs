@@ -38,6 +38,14 @@ impl Budget {
         })
     }
 
+    /// A reservation of nothing yet, to grow.
+    pub(crate) fn empty(self: &Arc<Budget>) -> Reservation {
+        Reservation {
+            budget: Arc::clone(self),
+            bytes: 0,
+        }
+    }
+
     fn take(&self, bytes: u64) -> bool {
         let mut used = self.used.load(Ordering::Relaxed);
         loop {
@@ -78,6 +86,23 @@ impl Reservation {
             self.bytes += more;
         }
         grown
+    }
+
+    /// Bytes held.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Moves `bytes` of this reservation (at most what it holds) into a new one: a request
+    /// complete in a connection's read buffer takes its own bytes' share along.
+    pub(crate) fn split_off(&mut self, bytes: u64) -> Reservation {
+        let bytes = bytes.min(self.bytes);
+        self.bytes -= bytes;
+        Reservation {
+            budget: Arc::clone(&self.budget),
+            bytes,
+        }
     }
 
     /// Holds exactly `bytes` from now on, fitting or not: what it stands for is already in
@@ -125,7 +150,16 @@ mod tests {
         assert_eq!(budget.available(), 0);
         a.resize(10);
         assert_eq!(budget.used(), 10);
+        let part = a.split_off(4);
+        assert_eq!((a.bytes(), part.bytes(), budget.used()), (6, 4, 10));
+        drop(part);
+        assert_eq!(budget.used(), 6);
+        assert_eq!(a.split_off(100).bytes(), 6, "never more than it holds");
+        assert_eq!(budget.used(), 0);
+        let mut grown = budget.empty();
+        assert!(grown.try_grow(100));
         drop(a);
+        drop(grown);
         assert_eq!(budget.used(), 0);
         assert_eq!(budget.max(), 100);
     }

@@ -1,6 +1,7 @@
-//! One connection's reader: detects the transport and protocol, reads each request whole —
-//! a framed one into a keel-bufpool buffer — under the idle and request timeouts, and hands it
-//! to [`respond`].
+//! One connection's reader: detects the transport and protocol, reads each request whole into
+//! keel-bufpool buffers (a framed one straight from the socket, a buffered one — see
+//! [`super::buffered`] — once its end is found) under the idle and request timeouts, and hands
+//! it to [`respond`].
 
 use std::io::Read;
 use std::net::TcpStream;
@@ -9,16 +10,17 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes};
-use keel_thrift::hbase::{CallError, INTERNAL_ERROR, decode_call, encode_application_exception};
+use keel_thrift::hbase::{INTERNAL_ERROR, encode_application_exception};
 use keel_thrift::transport::{Protocol, Transport, detect, frame_len};
 
 use super::budget::Reservation;
+use super::buffered::{Buffered, REFUSAL_HEAD, Request, chunk_size};
 use super::dispatch::{Replies, decoder, encoder, refuse_busy, respond};
 use super::{MALFORMED, Shared, malformed};
 
 /// A connection's reading side, with its two clocks: between requests the idle timeout; once a
 /// request has begun, the rest of it must come within the request timeout.
-struct Reader<'a> {
+pub(super) struct Reader<'a> {
     socket: TcpStream,
     shared: &'a Shared,
     /// When the request being read began (`None` between requests).
@@ -31,7 +33,7 @@ struct Reader<'a> {
 impl Reader<'_> {
     /// Reads what has arrived into `buf` (0: the client closed). `mid_request`: bytes of the
     /// current request are already in hand.
-    fn read(&mut self, buf: &mut [u8], mid_request: bool) -> std::io::Result<usize> {
+    pub(super) fn read(&mut self, buf: &mut [u8], mid_request: bool) -> std::io::Result<usize> {
         let timeout = if mid_request {
             let began = *self.began.get_or_insert_with(Instant::now);
             match self
@@ -119,8 +121,9 @@ fn read_requests(
     };
     let mut socket = Some(socket);
     let mut pending: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
+    let mut chunk = vec![0u8; chunk_size()];
     let mut kind: Option<(Transport, Protocol)> = None;
+    let mut buffered: Option<Buffered> = None;
     let mut buffers = shared.pool.connect();
     loop {
         if shared.stop.load(Ordering::Acquire) {
@@ -132,6 +135,10 @@ fn read_requests(
             None => match detect(&pending) {
                 Ok(Some(k)) => {
                     kind = Some(k);
+                    if k.0 == Transport::Buffered {
+                        let first = std::mem::take(&mut pending);
+                        buffered = Some(Buffered::new(k.1, first, &shared.budget));
+                    }
                     if let Some(socket) = socket.take() {
                         *replies = Some(Replies::new(
                             socket,
@@ -160,7 +167,7 @@ fn read_requests(
             return Ok(());
         };
         // One whole request, with its bytes held against the in-flight budget.
-        let message: (Bytes, Reservation) = match transport {
+        let message: (Vec<Bytes>, Reservation) = match transport {
             Transport::Framed => {
                 while pending.len() < 4 {
                     let n = reader.read(&mut chunk, !pending.is_empty())?;
@@ -218,41 +225,28 @@ fn read_requests(
                     buf.put_slice(&chunk[..n]);
                     left -= n;
                 }
-                (buf.freeze(), held)
+                (buf.freeze_parts(), held)
             }
             Transport::Buffered => {
-                // Decode what has arrived; on `Incomplete` read more.
-                let bytes = Bytes::from(std::mem::take(&mut pending));
-                let mut d = decoder(protocol, bytes.clone(), keel_thrift::Limits::default());
-                match decode_call(&mut *d) {
-                    Err(CallError::Wire(e)) if e.is_incomplete() => {
-                        pending = bytes.to_vec();
-                        if pending.len() > shared.options.max_frame {
-                            malformed(shared, MALFORMED);
-                            return Ok(());
+                let Some(buffered) = buffered.as_mut() else {
+                    return Ok(());
+                };
+                match buffered.next_request(&mut reader, &mut chunk, shared, &mut buffers)? {
+                    Some(Request::Whole(parts, held)) => (parts, held),
+                    Some(Request::Refused(head)) => {
+                        let mut header = decoder(
+                            protocol,
+                            vec![Bytes::from(head)],
+                            keel_thrift::Limits::default(),
+                        );
+                        match header.read_message_begin() {
+                            Ok(header) => refuse_busy(shared, protocol, &header, replies),
+                            Err(_) => return Ok(()),
                         }
-                        let n = reader.read(&mut chunk, !pending.is_empty())?;
-                        if n == 0 {
-                            return Ok(());
-                        }
-                        pending.extend_from_slice(&chunk[..n]);
+                        reader.began = None;
                         continue;
                     }
-                    _ => {
-                        let used = d.position();
-                        pending = bytes[used..].to_vec();
-                        let Some(held) = shared.budget.try_reserve(used as u64) else {
-                            let mut header =
-                                decoder(protocol, bytes, keel_thrift::Limits::default());
-                            match header.read_message_begin() {
-                                Ok(header) => refuse_busy(shared, protocol, &header, replies),
-                                Err(_) => return Ok(()),
-                            }
-                            reader.began = None;
-                            continue;
-                        };
-                        (bytes.slice(..used), held)
-                    }
+                    None => return Ok(()),
                 }
             }
         };
@@ -277,7 +271,7 @@ fn skip_frame(
     len: usize,
     protocol: Protocol,
 ) -> std::io::Result<Option<keel_thrift::MessageHeader>> {
-    const HEAD: usize = 512;
+    const HEAD: usize = REFUSAL_HEAD;
     let mut head: Vec<u8> = Vec::with_capacity(HEAD.min(len));
     let have = pending.len().min(len);
     head.extend_from_slice(&pending[..have.min(HEAD)]);
@@ -293,6 +287,10 @@ fn skip_frame(
         head.extend_from_slice(&chunk[..n.min(room)]);
         left -= n;
     }
-    let mut d = decoder(protocol, Bytes::from(head), keel_thrift::Limits::default());
+    let mut d = decoder(
+        protocol,
+        vec![Bytes::from(head)],
+        keel_thrift::Limits::default(),
+    );
     Ok(d.read_message_begin().ok())
 }

@@ -50,10 +50,11 @@ pub(super) fn encoder(protocol: Protocol) -> Box<dyn Encoder> {
     }
 }
 
-pub(super) fn decoder(protocol: Protocol, bytes: Bytes, limits: Limits) -> Box<dyn Decoder> {
+/// A decoder over a request's bytes where they lie (one buffer, or a chain of pooled ones).
+pub(super) fn decoder(protocol: Protocol, parts: Vec<Bytes>, limits: Limits) -> Box<dyn Decoder> {
     match protocol {
-        Protocol::Binary => Box::new(BinaryDecoder::new(bytes, limits)),
-        Protocol::Compact => Box::new(CompactDecoder::new(bytes, limits)),
+        Protocol::Binary => Box::new(BinaryDecoder::from_parts(parts, limits)),
+        Protocol::Compact => Box::new(CompactDecoder::from_parts(parts, limits)),
     }
 }
 
@@ -317,11 +318,11 @@ pub(super) fn respond(
     shared: &Shared,
     connection: u64,
     protocol: Protocol,
-    message: Bytes,
+    message: Vec<Bytes>,
     mut held: Reservation,
     replies: &Arc<Replies>,
 ) -> bool {
-    let size = message.len() as u64;
+    let size = message.iter().map(|part| part.len() as u64).sum();
     let limit = usize::try_from(shared.budget.available())
         .unwrap_or(usize::MAX)
         .min(shared.options.max_decoded);
