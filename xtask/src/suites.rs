@@ -90,6 +90,12 @@ const BENCHES: &[Suite] = &[
         target: "server",
     },
     Suite {
+        name: "abuse",
+        about: "keel serve under attack (slow readers, empty-struct floods, partial frames, reverse scans, scanner theft, status slowloris): server RSS growth and a well-behaved client's p99 vs idle",
+        package: "keel-server",
+        target: "abuse",
+    },
+    Suite {
         name: "storefile",
         about: "keel-storefile write/scan MB/s vs a raw read, gets with and without bloom, size per encoding",
         package: "keel-storefile",

@@ -77,6 +77,13 @@ impl Client {
         })
     }
 
+    /// Gives every read and write of a reply or request at most `timeout` (`None`: wait for
+    /// ever, the default); a call that runs out fails with an I/O error.
+    pub fn set_timeout(&mut self, timeout: Option<std::time::Duration>) -> std::io::Result<()> {
+        self.stream.get_ref().set_read_timeout(timeout)?;
+        self.stream.get_ref().set_write_timeout(timeout)
+    }
+
     fn encoder(&self) -> Box<dyn Encoder> {
         match self.protocol {
             Protocol::Binary => Box::new(BinaryEncoder::new()),

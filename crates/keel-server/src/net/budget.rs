@@ -4,9 +4,17 @@
 //! yet written to a client that reads slowly. A request that does not fit is refused with
 //! HBase's `CallQueueTooBigException` wording instead of being read into memory, so neither
 //! many half-sent frames nor clients that never read their replies can exhaust memory.
+//!
+//! Large reservations (over [`SMALL`]: big frames, big decoded calls, big replies) may fill only
+//! three quarters of the budget; the last quarter is kept for small ones. Otherwise a few
+//! half-sent 16 MiB frames, or a few unread multi-MB replies, would fill it, and every
+//! well-behaved client's 100-byte get would be refused until they timed out.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A reservation holding at most this much is small: it may use the whole budget.
+pub(crate) const SMALL: u64 = 64 << 10;
 
 /// Bytes in flight across the server, and the most there may be.
 #[derive(Debug)]
@@ -30,9 +38,9 @@ impl Budget {
         })
     }
 
-    /// `bytes` more, if they fit.
+    /// `bytes` more, if they fit (a large reservation within the large share).
     pub(crate) fn try_reserve(self: &Arc<Budget>, bytes: u64) -> Option<Reservation> {
-        self.take(bytes).then(|| Reservation {
+        self.take(bytes, bytes).then(|| Reservation {
             budget: Arc::clone(self),
             bytes,
         })
@@ -46,10 +54,16 @@ impl Budget {
         }
     }
 
-    fn take(&self, bytes: u64) -> bool {
+    /// Takes `bytes` for a reservation that will then hold `total`.
+    fn take(&self, bytes: u64, total: u64) -> bool {
+        let limit = if total > SMALL {
+            self.max - self.max / 4
+        } else {
+            self.max
+        };
         let mut used = self.used.load(Ordering::Relaxed);
         loop {
-            let Some(after) = used.checked_add(bytes).filter(|&a| a <= self.max) else {
+            let Some(after) = used.checked_add(bytes).filter(|&a| a <= limit) else {
                 return false;
             };
             match self
@@ -81,7 +95,7 @@ impl Budget {
 impl Reservation {
     /// `more` bytes, if they fit.
     pub(crate) fn try_grow(&mut self, more: u64) -> bool {
-        let grown = self.budget.take(more);
+        let grown = self.budget.take(more, self.bytes.saturating_add(more));
         if grown {
             self.bytes += more;
         }
@@ -162,5 +176,36 @@ mod tests {
         drop(grown);
         assert_eq!(budget.used(), 0);
         assert_eq!(budget.max(), 100);
+    }
+
+    #[test]
+    fn large_reservations_leave_a_quarter_for_small_ones() {
+        let budget = Budget::new(1 << 20);
+        assert!(
+            budget.try_reserve(800 << 10).is_none(),
+            "past three quarters"
+        );
+        let large = budget
+            .try_reserve(700 << 10)
+            .expect("within three quarters");
+        assert!(
+            budget.try_reserve(100 << 10).is_none(),
+            "700 + 100 KiB > 768 KiB"
+        );
+        let small: Vec<Reservation> = (0..5)
+            .map(|_| {
+                budget
+                    .try_reserve(SMALL)
+                    .expect("small ones use the last quarter")
+            })
+            .collect();
+        assert_eq!(budget.used(), (700 << 10) + 5 * SMALL);
+        let mut grows = budget.try_reserve(1).expect("small");
+        assert!(!grows.try_grow(SMALL), "grown past small it is large");
+        drop(large);
+        assert!(grows.try_grow(SMALL));
+        drop(small);
+        drop(grows);
+        assert_eq!(budget.used(), 0);
     }
 }

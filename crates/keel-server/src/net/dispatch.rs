@@ -229,7 +229,9 @@ impl Work {
         self.held = None;
         let mut reply = e.take();
         // A reply waits for its client in memory: it must fit the replies' share of the
-        // in-flight budget, or the client gets a refusal it may retry instead.
+        // in-flight budget, or the client gets a refusal it may retry instead. (Large replies
+        // may fill only three quarters of it, so unread multi-MB replies never cost
+        // well-behaved clients their small answers.)
         let held = match self.reply_budget.try_reserve(reply.len() as u64) {
             Some(held) => Some(held),
             None => {
