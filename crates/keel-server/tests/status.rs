@@ -183,6 +183,14 @@ fn metrics_parse_while_a_load_runs_and_move_as_it_predicts() {
     assert!(value(&after, "keel_rpc_dispatched_calls_total", &[]) >= N as f64);
     assert!(value(&after, "keel_bufpool_heap_allocations_total", &[]) >= N as f64);
     assert!(value(&after, "keel_block_cache_capacity_bytes", &[]) > 0.0);
+    // The in-flight budget: its limit, and nothing held once the load has been answered.
+    assert_eq!(
+        value(&after, "keel_net_inflight_limit_bytes", &[]),
+        (256u64 << 20) as f64
+    );
+    assert!(value(&after, "keel_net_inflight_bytes", &[]) >= 0.0);
+    assert_eq!(value(&after, "keel_net_refused_busy_total", &[]), 0.0);
+    assert_eq!(value(&after, "keel_net_slow_readers_total", &[]), 0.0);
     assert!(value(&after, "process_resident_memory_bytes", &[]) > 0.0);
     assert!(value(&after, "process_open_fds", &[]) > 0.0);
     // The call-time histogram: its count covers the calls, its buckets only grow.

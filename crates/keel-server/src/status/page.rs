@@ -180,12 +180,16 @@ fn tables(out: &mut String, s: &Snapshot) {
 fn executor(out: &mut String, s: &Snapshot) {
     let _ = write!(
         out,
-        "<h2>RPC executor</h2><p>{} · {} queued bytes · {} open connections · {} requests · {} refused</p><table id=\"rpc\">",
+        "<h2>RPC executor</h2><p>{} · {} queued bytes · {} open connections · {} requests · {} refused</p><p>In flight: {} of {} bytes · {} refused for want of them · {} slow readers closed</p><table id=\"rpc\">",
         h(&s.rpc.executor),
         count(s.rpc.queued_bytes),
         s.net.open_connections,
         count(s.net.requests),
         count(s.net.rejected),
+        count(s.net.inflight_bytes),
+        count(s.net.inflight_limit),
+        count(s.net.refused_busy),
+        count(s.net.slow_readers),
     );
     out.push_str(&header(&[
         "Pool",

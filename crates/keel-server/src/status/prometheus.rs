@@ -228,7 +228,19 @@ fn write_net(e: &mut Exposition, s: &Snapshot) {
         "Client connections open.",
         n.open_connections as f64,
     );
-    let counters: [(&str, &str, u64); 7] = [
+    e.single(
+        "keel_net_inflight_bytes",
+        "gauge",
+        "Bytes in flight: requests being received or decoded, replies not yet written.",
+        n.inflight_bytes as f64,
+    );
+    e.single(
+        "keel_net_inflight_limit_bytes",
+        "gauge",
+        "The most bytes there may be in flight (keel.server.inflight.bytes).",
+        n.inflight_limit as f64,
+    );
+    let counters: [(&str, &str, u64); 9] = [
         (
             "keel_net_connections_total",
             "Connections accepted.",
@@ -259,6 +271,16 @@ fn write_net(e: &mut Exposition, s: &Snapshot) {
             "keel_net_idle_closed_total",
             "Connections closed after the idle timeout.",
             n.idle_closed,
+        ),
+        (
+            "keel_net_refused_busy_total",
+            "Calls refused for want of in-flight budget (CallQueueTooBigException).",
+            n.refused_busy,
+        ),
+        (
+            "keel_net_slow_readers_total",
+            "Connections closed because their client did not read a reply within the reply timeout.",
+            n.slow_readers,
         ),
     ];
     for (name, help, v) in counters {

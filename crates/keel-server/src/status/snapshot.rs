@@ -162,6 +162,14 @@ pub struct NetStatus {
     pub slow_requests: u64,
     /// Connections closed idle.
     pub idle_closed: u64,
+    /// Calls refused for want of in-flight budget (CallQueueTooBigException).
+    pub refused_busy: u64,
+    /// Connections closed because their client did not read a reply in time.
+    pub slow_readers: u64,
+    /// Bytes in flight now: requests being received or decoded, replies not yet written.
+    pub inflight_bytes: u64,
+    /// The most there may be (`keel.server.inflight.bytes`).
+    pub inflight_limit: u64,
 }
 
 /// The request buffer pool.
@@ -347,6 +355,10 @@ pub(super) fn collect(
             malformed: load(&n.malformed),
             slow_requests: load(&n.slow_requests),
             idle_closed: load(&n.idle_closed),
+            refused_busy: load(&n.refused_busy),
+            slow_readers: load(&n.slow_readers),
+            inflight_bytes: net.inflight_bytes().0,
+            inflight_limit: net.inflight_bytes().1,
         },
         bufpool: BufPoolStatus {
             strategy: net.buffer_strategy().name(),
