@@ -26,7 +26,10 @@ fn every_attack_leaves_the_server_bounded_and_the_victim_served() {
     for case in cases::all() {
         outcomes.push(runner::run(exe, case, phases));
     }
+    // The yardstick for the victim's p99 on a busy machine (printed, not asserted).
+    let control = runner::run(exe, Box::new(cases::CpuControl), phases);
     runner::print_table(&outcomes);
+    runner::print_table(std::slice::from_ref(&control));
     for o in &outcomes {
         let context = format!("{}: {o:#?}\nthe server's log ends:\n{}", o.name, o.log_tail);
         assert!(o.alive, "{context}");
