@@ -112,6 +112,12 @@ impl Replies {
     /// written; `held` is what the call held against the in-flight budget, kept as the unwritten
     /// bytes until they are written.
     pub(super) fn send(self: &Arc<Replies>, reply: &[u8], held: Option<Reservation>) {
+        // A frame's length is 32 bits. No reply comes near it (results are bounded by
+        // `max_result_size`), but a length must never be truncated into a different frame.
+        if self.framed && u32::try_from(reply.len()).is_err() {
+            self.give_up();
+            return;
+        }
         let mut frame = Vec::with_capacity(reply.len() + 4);
         if self.framed {
             frame.extend_from_slice(&(reply.len() as u32).to_be_bytes());
