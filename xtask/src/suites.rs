@@ -78,6 +78,12 @@ const BENCHES: &[Suite] = &[
         target: "admin",
     },
     Suite {
+        name: "filters",
+        about: "keel-region: a PrefixFilter full scan vs the same rows by range; counting rows with FirstKeyOnly AND KeyOnly vs a full scan",
+        package: "keel-region",
+        target: "filters",
+    },
+    Suite {
         name: "thrift",
         about: "keel-thrift: decoding a mutateRows request, binary and compact, vs the thrift crate",
         package: "keel-thrift",

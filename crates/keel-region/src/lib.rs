@@ -35,16 +35,19 @@ mod catalog;
 mod checked_file;
 pub mod compaction_policy;
 mod error;
+pub mod filter;
 mod limits;
 mod manifest;
 pub mod matcher;
 pub mod names;
 mod region;
 mod scan;
+mod scanner;
 mod server;
 mod trace;
 
 pub use error::RegionError;
+pub use filter::{Comparator, CompareOp, Filter, FilterError, ListOp, ReturnCode};
 pub use keel_blockcache::{AreaKind, PoolKind};
 /// Store-file settings a family carries (re-exported so users need not depend on keel-storefile).
 pub use keel_storefile::{BloomType, WriterOptions};
@@ -53,7 +56,8 @@ pub use region::{
     BlockReads, CompactionOutcome, Durability, FamilyFiles, FamilyOptions, Region, RegionStats,
     WriteOrder, WriteTimings,
 };
-pub use scan::{ColumnValueFilter, CompareOp, RegionScanner, Scan};
+pub use scan::Scan;
+pub use scanner::RegionScanner;
 pub use server::{
     BlockCacheKind, RegionServer, ServerOptions, ServerStats, Table, TableOptions, TableState,
 };

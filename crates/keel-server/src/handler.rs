@@ -10,8 +10,7 @@ use bytes::Bytes;
 use keel_cell::{Cell, LATEST_TIMESTAMP, escape_bytes};
 use keel_region::matcher::{ReadQuery, TimeRange};
 use keel_region::{
-    BloomType, ColumnValueFilter, CompareOp, Durability, FamilyOptions, RegionError, RegionServer,
-    Scan, Table,
+    BloomType, Durability, FamilyOptions, Filter, RegionError, RegionServer, Scan, Table,
 };
 use keel_thrift::hbase::{
     BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TAppend, TCell, TColumn,
@@ -168,48 +167,9 @@ fn row_result(row: Bytes, cells: &[Cell], sorted: bool) -> TRowResult {
     }
 }
 
-/// `SingleColumnValueFilter ('cf', 'q', =, 'binary:v'[, filterIfMissing[, latestOnly]])`, the
-/// one filter of HBase's filter language Keel understands.
-fn parse_filter(filter: &[u8]) -> Result<ColumnValueFilter, HbaseError> {
-    let text = std::str::from_utf8(filter).map_err(|_| illegal("the filter is not UTF-8"))?;
-    let unsupported = || illegal(format!("unsupported filter: {text}"));
-    let rest = text
-        .trim()
-        .strip_prefix("SingleColumnValueFilter")
-        .ok_or_else(unsupported)?
-        .trim()
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(unsupported)?;
-    let args: Vec<&str> = rest.split(',').map(str::trim).collect();
-    let quoted = |s: &str| {
-        s.strip_prefix('\'')
-            .and_then(|s| s.strip_suffix('\''))
-            .map(|s| s.replace("''", "'"))
-    };
-    let [family, qualifier, op, value, flags @ ..] = args.as_slice() else {
-        return Err(unsupported());
-    };
-    let op = match *op {
-        "<" => CompareOp::Less,
-        "<=" => CompareOp::LessOrEqual,
-        "=" => CompareOp::Equal,
-        "!=" => CompareOp::NotEqual,
-        ">=" => CompareOp::GreaterOrEqual,
-        ">" => CompareOp::Greater,
-        _ => return Err(unsupported()),
-    };
-    let value = quoted(value).ok_or_else(unsupported)?;
-    let value = value.strip_prefix("binary:").ok_or_else(unsupported)?;
-    Ok(ColumnValueFilter {
-        family: Bytes::from(quoted(family).ok_or_else(unsupported)?),
-        qualifier: Bytes::from(quoted(qualifier).ok_or_else(unsupported)?),
-        op,
-        value: Bytes::copy_from_slice(value.as_bytes()),
-        filter_if_missing: flags
-            .first()
-            .is_some_and(|f| f.eq_ignore_ascii_case("true")),
-    })
+/// A filter string in HBase's filter language.
+fn parse_filter(filter: &[u8]) -> Result<Filter, HbaseError> {
+    Filter::parse(filter).map_err(|e| illegal(e.to_string()))
 }
 
 impl Handler {

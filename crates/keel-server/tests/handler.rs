@@ -413,7 +413,7 @@ fn scanners_page_sort_reverse_filter_and_expire() {
     let bad = h.handle(Call::ScannerOpen {
         table: b("t"),
         scan: TScan {
-            filter_string: Some(b("PrefixFilter ('r')")),
+            filter_string: Some(b("NoSuchFilter ('r')")),
             ..TScan::default()
         },
     });

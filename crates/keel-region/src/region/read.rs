@@ -11,7 +11,8 @@ use keel_storefile::{KeyValueScanner, MergeScanner, StoreFileReader};
 use super::{MemSource, Region, now_ms};
 use crate::error::RegionError;
 use crate::matcher::{FamilyRules, Matcher, ReadQuery};
-use crate::scan::{RegionScanner, Scan};
+use crate::scan::Scan;
+use crate::scanner::RegionScanner;
 #[cfg(feature = "tracing")]
 use crate::trace::Printable;
 use crate::trace::span;
@@ -65,7 +66,7 @@ impl Region {
                 .collect();
             sources.push(Box::new(MemSource(memstore)));
             let mut merge = MergeScanner::new(sources, &first)?;
-            let mut skip = crate::scan::ColumnSkip::default();
+            let mut skip = crate::scanner::ColumnSkip::default();
             while let Some(cell) = merge.next()? {
                 if cell.row() != &row {
                     break;
