@@ -50,7 +50,7 @@ pub use error::RegionError;
 pub use filter::{Comparator, CompareOp, Filter, FilterError, ListOp, ReturnCode};
 pub use keel_blockcache::{AreaKind, PoolKind};
 /// Store-file settings a family carries (re-exported so users need not depend on keel-storefile).
-pub use keel_storefile::{BloomType, WriterOptions};
+pub use keel_storefile::{BloomType, Compression, WriterOptions};
 pub use limits::{CompactionThroughput, RegionLimits};
 pub use region::{
     BlockReads, CompactionOutcome, Durability, FamilyFiles, FamilyOptions, Region, RegionStats,

@@ -10,7 +10,8 @@ use bytes::Bytes;
 use keel_cell::{Cell, LATEST_TIMESTAMP, escape_bytes};
 use keel_region::matcher::{ReadQuery, TimeRange};
 use keel_region::{
-    BloomType, Durability, FamilyOptions, Filter, RegionError, RegionServer, Scan, Table,
+    BloomType, Compression, Durability, FamilyOptions, Filter, RegionError, RegionServer, Scan,
+    Table,
 };
 use keel_thrift::hbase::{
     BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TAppend, TCell, TColumn,
@@ -314,7 +315,71 @@ impl Handler {
             Call::GetRegionInfo { row } => self.region_info(&row),
             // TThriftServerType.ONE: this is the Thrift1 gateway.
             Call::GetThriftServerType => Ok(Reply::I32(1)),
+            Call::MutateRow {
+                table,
+                row,
+                mutations,
+                timestamp,
+            } => self.mutate_row(&table, row, mutations, timestamp),
+            Call::GetTableNamesWithIsTableEnabled => {
+                let mut tables = Vec::new();
+                for name in self.server.list_tables() {
+                    let enabled = self.server.is_table_enabled(&name).map_err(from_region)?;
+                    tables.push((Bytes::from(name), enabled));
+                }
+                Ok(Reply::EnabledTables(tables))
+            }
+            Call::GetClusterId => Ok(Reply::Text(Bytes::copy_from_slice(
+                self.server.cluster_id().as_bytes(),
+            ))),
+            Call::Grant { info } | Call::Revoke { info } => Err(io(format!(
+                "access control is not enabled: Keel has no users or permissions, so the \
+                 permission {:?} for user {:?} cannot be granted or revoked",
+                info.actions, info.username
+            ))),
         }
+    }
+
+    /// Executes one call made on `connection` with the operation attributes it carried.
+    /// HBase hands attributes to the operation, where the server acts on the ones it knows;
+    /// Keel acts on those that mean something here and refuses the rest by name, rather
+    /// than drop them unseen:
+    /// - `_operation.attributes.id` (the operation's id, for logs): recorded with the call;
+    /// - `_isolationlevel_`: READ_COMMITTED (`0x01`) is what every Keel read does;
+    ///   READ_UNCOMMITTED is refused (reads never see writes in flight).
+    pub fn handle_request(
+        &self,
+        connection: u64,
+        call: Call,
+        attributes: &[(Bytes, Bytes)],
+    ) -> Result<Reply, HbaseError> {
+        for (name, value) in attributes {
+            match &name[..] {
+                b"_operation.attributes.id" => {
+                    tracing::debug!(
+                        method = call.method(),
+                        id = %escape_bytes(value),
+                        "call with an operation id"
+                    );
+                }
+                b"_isolationlevel_" if value[..] == [1] => {}
+                b"_isolationlevel_" => {
+                    return Err(io(format!(
+                        "isolation level {} is not supported: Keel reads only committed data \
+                         (READ_COMMITTED)",
+                        escape_bytes(value)
+                    )));
+                }
+                other => {
+                    return Err(io(format!(
+                        "operation attribute {:?} is not supported by Keel (no coprocessors, \
+                         visibility labels or ACLs act on it); the call was not executed",
+                        escape_bytes(other)
+                    )));
+                }
+            }
+        }
+        self.handle_on(connection, call)
     }
 
     fn create_table(
@@ -350,6 +415,16 @@ impl Handler {
                 f.rules.ttl_ms = Some(i64::from(d.time_to_live) * 1000);
             }
             f.in_memory = d.in_memory;
+            f.files.compression = match d.compression.to_ascii_uppercase().as_str() {
+                "NONE" | "" => Compression::None,
+                "LZ4" => Compression::Lz4,
+                other => {
+                    return Err(illegal(format!(
+                        "compression {other} is not available for family {}: NONE or LZ4",
+                        escape_bytes(&family)
+                    )));
+                }
+            };
             f.files.bloom = match d.bloom_filter_type.to_ascii_uppercase().as_str() {
                 "ROWCOL" => BloomType::RowCol,
                 "NONE" => BloomType::None,
@@ -382,6 +457,11 @@ impl Handler {
                     let descriptor = ColumnDescriptor {
                         name: key.clone(),
                         max_versions: i32::try_from(f.rules.max_versions).unwrap_or(i32::MAX),
+                        compression: match f.files.compression {
+                            Compression::None => "NONE",
+                            Compression::Lz4 => "LZ4",
+                        }
+                        .to_string(),
                         in_memory: f.in_memory,
                         bloom_filter_type: match f.files.bloom {
                             BloomType::None => "NONE",
@@ -417,11 +497,14 @@ impl Handler {
     }
 
     fn table_regions(&self, table: &Bytes) -> Result<Reply, HbaseError> {
-        // An unknown table has no regions (an empty list, not an error).
-        let Ok(t) = self.table(table) else {
-            return Ok(Reply::Regions(Vec::new()));
-        };
-        Ok(Reply::Regions(vec![self.describe_region(&t)]))
+        // A name that cannot be a table's is an error (HBase's `TableName.valueOf` throws);
+        // an unknown table has no regions (an empty list, not an error).
+        let name = text(table, "the table name")?;
+        keel_region::names::TableName::new(&name).map_err(|e| illegal(e.to_string()))?;
+        match self.server.table(&name) {
+            Ok(t) => Ok(Reply::Regions(vec![self.describe_region(&t)])),
+            Err(_) => Ok(Reply::Regions(Vec::new())),
+        }
     }
 
     /// `getRegionInfo(metaRow)`: HBase reverse-scans `hbase:meta` from `table,row,…`; every
@@ -633,9 +716,10 @@ impl Handler {
                         None => Cell::delete_family(batch.row.clone(), family, ts),
                     }
                 } else {
+                    // Apache's handler: "Invalid famAndQf provided." (mutateRow skips instead).
                     let q = qualifier.ok_or_else(|| {
                         illegal(format!(
-                            "a put needs family:qualifier, not {}",
+                            "Invalid famAndQf provided: a put needs family:qualifier, not {}",
                             String::from_utf8_lossy(&m.column)
                         ))
                     })?;
@@ -688,31 +772,81 @@ impl Handler {
             .map_err(from_region)
     }
 
+    /// `append`: every column of the row at once (one row lock, one WAL entry), answering
+    /// with the cells stored.
     fn append(&self, append: TAppend) -> Result<Reply, HbaseError> {
         let t = self.table(&append.table)?;
         if append.columns.len() != append.values.len() {
             return Err(illegal("append needs one value per column"));
         }
-        let mut cells = Vec::new();
+        let mut columns = Vec::with_capacity(append.columns.len());
         for (column, value) in append.columns.iter().zip(&append.values) {
             let ColumnSpec { family, qualifier } = columns::parse(column);
             let qualifier = qualifier.ok_or_else(|| illegal("an append needs family:qualifier"))?;
-            let (value, _) = t
-                .region()
-                .append(
-                    &append.row,
-                    &family,
-                    &qualifier,
-                    value,
-                    Durability::UseDefault,
-                )
-                .map_err(from_region)?;
-            cells.push(TCell {
-                value,
-                timestamp: now_ms(),
-            });
+            columns.push((family, qualifier, value.clone()));
         }
-        Ok(Reply::Cells(cells))
+        let (cells, _) = t
+            .region()
+            .append_columns(&append.row, &columns, Durability::UseDefault)
+            .map_err(from_region)?;
+        Ok(Reply::Cells(
+            cells
+                .iter()
+                .map(|c| TCell {
+                    value: c.value().clone(),
+                    timestamp: c.timestamp(),
+                })
+                .collect(),
+        ))
+    }
+
+    /// `mutateRow(Ts)`, as Apache's handler: the row's deletes are applied first, then its puts
+    /// (two writes, not one); a put without a qualifier is skipped with a warning; the WAL is
+    /// skipped only if the last mutation asks so.
+    fn mutate_row(
+        &self,
+        table: &Bytes,
+        row: Bytes,
+        mutations: Vec<Mutation>,
+        timestamp: Option<i64>,
+    ) -> Result<Reply, HbaseError> {
+        let t = self.table(table)?;
+        let ts = timestamp.unwrap_or(LATEST_TIMESTAMP);
+        let durability = match mutations.last() {
+            Some(m) if !m.write_to_wal => Durability::SkipWal,
+            _ => Durability::UseDefault,
+        };
+        let (mut puts, mut deletes) = (Vec::new(), Vec::new());
+        for m in mutations {
+            let ColumnSpec { family, qualifier } = columns::parse(&m.column);
+            let cell = if m.is_delete {
+                match qualifier {
+                    Some(q) => Cell::delete_column(row.clone(), family, q, ts),
+                    None => Cell::delete_family(row.clone(), family, ts),
+                }
+            } else {
+                let Some(q) = qualifier else {
+                    tracing::warn!(
+                        column = %escape_bytes(&m.column),
+                        "mutateRow: a put without a qualifier is skipped, as HBase does"
+                    );
+                    continue;
+                };
+                Cell::put(row.clone(), family, q, ts, m.value.unwrap_or_default())
+            };
+            let cell = cell.map_err(|e| illegal(e.to_string()))?;
+            if m.is_delete {
+                deletes.push(cell);
+            } else {
+                puts.push(cell);
+            }
+        }
+        for cells in [deletes, puts] {
+            if !cells.is_empty() {
+                t.mutate(cells, durability).map_err(from_region)?;
+            }
+        }
+        Ok(Reply::Void)
     }
 
     fn open_scanner(

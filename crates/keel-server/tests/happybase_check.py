@@ -51,6 +51,28 @@ assert len(list(t.scan(row_prefix=b"s", batch_size=7))) == 50
 odd = list(t.scan(row_prefix=b"s", filter="SingleColumnValueFilter ('cf', 'v', =, 'binary:odd')"))
 assert len(odd) == 25 and all(d == {b"cf:v": b"odd"} for _, d in odd), odd[:3]
 
+# Filter strings from ordinary happybase code (HBase's filter language).
+rows = lambda f, **kw: [k for k, _ in t.scan(filter=f, **kw)]
+assert len(rows("FirstKeyOnlyFilter() AND KeyOnlyFilter()")) == 52  # counting rows
+assert all(d == {b"cf:v": b""} for _, d in t.scan(row_prefix=b"s", filter="KeyOnlyFilter()"))
+assert rows("PrefixFilter('s00')") == [b"s%03d" % i for i in range(10)]
+assert len(rows("PageFilter(3)")) == 3
+assert len(rows("ValueFilter(=, 'substring:DD')")) == 25
+assert rows("RowFilter(=, 'regexstring:^s04[0-2]$')") == [b"s040", b"s041", b"s042"]
+assert rows("ColumnPrefixFilter('x')") == [b"r1"]
+assert rows("QualifierFilter(=, 'binary:b') OR FamilyFilter(=, 'binary:cf2')") == [b"r1"]
+assert rows("SKIP ValueFilter(!=, 'binary:even')", row_prefix=b"s") == [b"s%03d" % i for i in range(1, 50, 2)]
+assert rows("WHILE RowFilter(<, 'binary:s003')", row_prefix=b"s") == [b"s000", b"s001", b"s002"]
+assert rows("SingleColumnValueFilter('cf', 'v', =, 'binary:a, b')") == [b"r1", b"r2"]
+try:
+    list(t.scan(filter="PrefixFilter('s'"))
+    raise AssertionError("a bad filter string was accepted")
+except Exception as e:  # a TApplicationException carrying the parser's message
+    # thriftpy2 keeps the message as bytes.
+    text = repr(getattr(e, "message", e))
+    assert "TApplicationException" in type(e).__name__, type(e)
+    assert "never end" in text or "Mismatched parenthesis" in text, text
+
 # Batches and deletes.
 with t.batch() as b:
     b.put(b"r3", {b"cf:a": b"3"})

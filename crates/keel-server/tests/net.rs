@@ -139,7 +139,7 @@ fn unknown_methods_malformed_and_oversized_requests() {
     // Unknown method: a TApplicationException, then the connection still serves.
     let mut socket = TcpStream::connect(address).expect("connect");
     socket
-        .write_all(&framed_binary_call("getClusterId"))
+        .write_all(&framed_binary_call("getNoSuchThing"))
         .expect("write");
     let mut prefix = [0u8; 4];
     socket.read_exact(&mut prefix).expect("reply");

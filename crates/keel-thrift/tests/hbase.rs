@@ -4,8 +4,9 @@
 
 use bytes::Bytes;
 use keel_thrift::hbase::{
-    BatchMutation, Call, CallError, ColumnDescriptor, HbaseError, Mutation, Reply, TAppend, TCell,
-    TColumn, TIncrement, TRegionInfo, TRowResult, TScan, UNKNOWN_METHOD, decode_call, decode_reply,
+    BatchMutation, Call, CallError, ColumnDescriptor, HbaseError, Mutation, Reply,
+    TAccessControlEntity, TAppend, TCell, TColumn, TIncrement, TRegionInfo, TRowResult, TScan,
+    UNKNOWN_METHOD, declared_exceptions, decode_call, decode_reply, decode_request,
     encode_application_exception, encode_reply,
 };
 use keel_thrift::transport::Protocol;
@@ -214,6 +215,43 @@ fn sample_calls() -> Vec<Call> {
         },
         Call::GetRegionInfo { row: b("t,,1") },
         Call::GetThriftServerType,
+        Call::MutateRow {
+            table: b("t"),
+            row: b("r"),
+            mutations: vec![Mutation {
+                is_delete: true,
+                column: b("cf:a"),
+                value: None,
+                write_to_wal: false,
+            }],
+            timestamp: Some(9),
+        },
+        Call::MutateRow {
+            table: b("t"),
+            row: b("r"),
+            mutations: vec![],
+            timestamp: None,
+        },
+        Call::GetTableNamesWithIsTableEnabled,
+        Call::GetClusterId,
+        Call::Grant {
+            info: TAccessControlEntity {
+                username: "alice".into(),
+                scope: 0,
+                actions: "RW".into(),
+                table_name: Some(b("t")),
+                ns_name: None,
+            },
+        },
+        Call::Revoke {
+            info: TAccessControlEntity {
+                username: "bob".into(),
+                scope: 1,
+                actions: "A".into(),
+                table_name: None,
+                ns_name: Some("ns".into()),
+            },
+        },
         Call::IncrementRows {
             increments: vec![TIncrement {
                 table: b("t"),
@@ -383,6 +421,11 @@ fn every_reply_and_exception_round_trips() {
             Err(HbaseError::IllegalArgument("a put needs fam:qual".into())),
         ),
         ("createTable", Err(HbaseError::AlreadyExists("t".into()))),
+        (
+            "getTableNamesWithIsTableEnabled",
+            Ok(Reply::EnabledTables(vec![(b("a"), true), (b("b"), false)])),
+        ),
+        ("getClusterId", Ok(Reply::Text(b("5c1d-…")))),
     ];
     for (mut e, decoder) in both() {
         for (name, result) in &replies {
@@ -403,7 +446,7 @@ fn every_reply_and_exception_round_trips() {
 fn unknown_methods_are_skipped_and_answered_with_an_application_exception() {
     for (mut e, decoder) in both() {
         e.write_message_begin(&keel_thrift::MessageHeader {
-            name: "getClusterId".into(),
+            name: "getNoSuchThing".into(),
             kind: keel_thrift::MessageType::Call,
             seqid: 11,
         });
@@ -422,9 +465,9 @@ fn unknown_methods_are_skipped_and_answered_with_an_application_exception() {
         assert_eq!(d.position(), bytes.len(), "its arguments were skipped");
         encode_application_exception(
             &mut *e,
-            "getClusterId",
+            "getNoSuchThing",
             11,
-            "Invalid method name: 'getClusterId'",
+            "Invalid method name: 'getNoSuchThing'",
             UNKNOWN_METHOD,
         );
         let (header, decoded) = decode_reply(&mut *decoder(e.take())).expect("decodes");
@@ -432,7 +475,7 @@ fn unknown_methods_are_skipped_and_answered_with_an_application_exception() {
         assert_eq!(
             decoded,
             Err((
-                "Invalid method name: 'getClusterId'".to_string(),
+                "Invalid method name: 'getNoSuchThing'".to_string(),
                 UNKNOWN_METHOD
             ))
         );
@@ -543,25 +586,23 @@ fn happybase_shaped_requests_written_by_the_thrift_crate_decode() {
     let (_, second) = decode_call(&mut d).expect("mutateRowTs");
     assert_eq!(
         second,
-        Call::MutateRows {
+        Call::MutateRow {
             table: b("t"),
-            batches: vec![BatchMutation {
-                row: b("r"),
-                mutations: vec![
-                    Mutation {
-                        is_delete: false,
-                        column: b("cf:a"),
-                        value: Some(b("v")),
-                        write_to_wal: true
-                    },
-                    Mutation {
-                        is_delete: true,
-                        column: b("cf"),
-                        value: None,
-                        write_to_wal: true
-                    },
-                ],
-            }],
+            row: b("r"),
+            mutations: vec![
+                Mutation {
+                    is_delete: false,
+                    column: b("cf:a"),
+                    value: Some(b("v")),
+                    write_to_wal: true
+                },
+                Mutation {
+                    is_delete: true,
+                    column: b("cf"),
+                    value: None,
+                    write_to_wal: true
+                },
+            ],
             timestamp: Some(42),
         }
     );
@@ -761,5 +802,84 @@ fn decoded_size_is_bounded_before_it_is_allocated() {
             Ok((_, Call::IncrementRows { .. }))
         ));
         assert!(d.decoded() > 0 && d.decoded() < 1024, "{}", d.decoded());
+    }
+}
+
+#[test]
+fn attributes_travel_with_the_methods_that_have_them() {
+    let attributes = vec![(b("_operation.attributes.id"), b("op-7")), (b("k"), b("v"))];
+    for (mut e, decoder) in both() {
+        for call in sample_calls() {
+            call.encode_with(&mut *e, 3, &attributes);
+            let request = decode_request(&mut *decoder(e.take())).expect("decodes");
+            assert_eq!(request.call, call);
+            // Only the methods with an attributes argument carry them.
+            let has = matches!(
+                call,
+                Call::GetRows { .. }
+                    | Call::GetVersions { .. }
+                    | Call::MutateRows { .. }
+                    | Call::MutateRow { .. }
+                    | Call::ScannerOpen { .. }
+                    | Call::DeleteAll { .. }
+                    | Call::CheckAndPut { .. }
+            );
+            let want: &[(Bytes, Bytes)] = if has { &attributes } else { &[] };
+            assert_eq!(request.attributes, want, "{}", call.method());
+        }
+    }
+}
+
+#[test]
+fn an_undeclared_exception_goes_as_one_the_method_declares_or_as_an_application_exception() {
+    for (mut e, decoder) in both() {
+        // scannerOpenWithScan declares IOError only: an IllegalArgument (a bad filter string)
+        // is a TApplicationException with its message, as libthrift sends an unchecked one.
+        encode_reply(
+            &mut *e,
+            "scannerOpenWithScan",
+            1,
+            &Err(HbaseError::IllegalArgument(
+                "Filter Name X not supported".into(),
+            )),
+        );
+        let (_, decoded) = decode_reply(&mut *decoder(e.take())).expect("decodes");
+        match decoded {
+            Err((message, kind)) => {
+                assert!(message.contains("Filter Name X"), "{message}");
+                assert_eq!(kind, keel_thrift::hbase::INTERNAL_ERROR);
+            }
+            other => panic!("{other:?}"),
+        }
+        // AlreadyExists from a method that declares IOError: an IOError.
+        encode_reply(
+            &mut *e,
+            "enableTable",
+            1,
+            &Err(HbaseError::AlreadyExists("t".into())),
+        );
+        let (_, decoded) = decode_reply(&mut *decoder(e.take())).expect("decodes");
+        assert!(
+            matches!(decoded, Ok(Err(HbaseError::Io { .. }))),
+            "{decoded:?}"
+        );
+        // A method that declares none: an IOError becomes a TApplicationException.
+        encode_reply(
+            &mut *e,
+            "getClusterId",
+            1,
+            &Err(HbaseError::Io {
+                message: "down".into(),
+                can_retry: false,
+            }),
+        );
+        let (_, decoded) = decode_reply(&mut *decoder(e.take())).expect("decodes");
+        assert!(
+            matches!(decoded, Err((ref m, _)) if m.contains("down")),
+            "{decoded:?}"
+        );
+        // Declared ones stay as they are.
+        assert!(declared_exceptions("createTable").already_exists);
+        assert!(!declared_exceptions("getRow").illegal_argument);
     }
 }

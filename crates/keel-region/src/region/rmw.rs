@@ -62,6 +62,74 @@ impl Region {
         })
     }
 
+    /// Appends to several columns of one row at once (HBase's `Append` with several columns,
+    /// Thrift's `append`): every column's current value is read and every new cell written
+    /// under one hold of the row's exclusive lock, in one WAL entry, so a reader sees all the
+    /// appends or none. Returns the cells stored, one per column (each new cell's timestamp is
+    /// max(its column's previous timestamp + 1, now), as for an increment).
+    pub fn append_columns(
+        &self,
+        row: &[u8],
+        columns: &[(Bytes, Bytes, Bytes)],
+        durability: Durability,
+    ) -> Result<(Vec<Cell>, WriteTimings), RegionError> {
+        let _span = span!(INFO, "region.append", region = self.id, row = %Printable(row));
+        self.count_writes(1);
+        for (family, _, _) in columns {
+            self.check_family(family)?;
+        }
+        self.check_resources()?;
+        let (guard, timings) = self.lock_exclusive(Bytes::copy_from_slice(row))?;
+        let now = self.server_time();
+        let mut cells: Vec<Cell> = Vec::with_capacity(columns.len());
+        for (family, qualifier, suffix) in columns {
+            // A column named twice appends twice: the second builds on the first.
+            let earlier = cells
+                .iter()
+                .rev()
+                .find(|c| c.family() == family && c.qualifier() == qualifier)
+                .cloned();
+            let current = match earlier {
+                Some(cell) => Some(cell),
+                None => self.latest_for_update(row, family, qualifier)?,
+            };
+            let mut value = current
+                .as_ref()
+                .map(|c| c.value().to_vec())
+                .unwrap_or_default();
+            value.extend_from_slice(suffix);
+            let timestamp = current
+                .as_ref()
+                .map_or(i64::MIN, |c| c.timestamp().saturating_add(1))
+                .max(now);
+            let cell = Cell::builder(Bytes::copy_from_slice(row), family.clone())
+                .qualifier(qualifier.clone())
+                .timestamp(timestamp)
+                .value(Bytes::from(value))
+                .build()
+                .map_err(|e| RegionError::BadCell(e.to_string()))?;
+            cells.push(cell);
+        }
+        if let Some(latest) = cells.iter().map(Cell::timestamp).max() {
+            self.last_server_ts.fetch_max(latest, Ordering::Relaxed);
+        }
+        // A column named twice is written once, with its final value.
+        let mut stored: Vec<Cell> = Vec::with_capacity(cells.len());
+        for cell in cells.iter().rev() {
+            if !stored
+                .iter()
+                .any(|c| c.family() == cell.family() && c.qualifier() == cell.qualifier())
+            {
+                stored.push(cell.clone());
+            }
+        }
+        stored.reverse();
+        let result = stored.clone();
+        let write = self.check_write(stored)?;
+        let timings = self.write_locked(write, durability, timings, guard)?;
+        Ok((result, timings))
+    }
+
     /// Applies `cells` (all on `row`) only if the latest visible value of (row, family,
     /// qualifier) satisfies `check`; returns whether it did. Atomic under the row's exclusive
     /// lock: no write to the row can fall between the check and the mutation.

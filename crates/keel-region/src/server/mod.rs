@@ -99,6 +99,43 @@ pub struct RegionServer {
     /// The MSLAB chunks every region's memstores share.
     chunks: Arc<keel_memstore::ChunkPool>,
     housekeeping: Mutex<Option<Housekeeping>>,
+    /// This store's identity (HBase's cluster id), made once when the store is created.
+    cluster_id: String,
+}
+
+/// The store's id in `dir/cluster.id`, created (random, 128 bits) the first time.
+fn load_or_create_cluster_id(fs: &dyn FileSystem, dir: &Path) -> Result<String, RegionError> {
+    const NAME: &str = "cluster.id";
+    const HEADER: &str = "keel-cluster-id 1";
+    if let Some(lines) = crate::checked_file::load(fs, dir, NAME, HEADER, &[])? {
+        return lines
+            .into_iter()
+            .next()
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| crate::checked_file::corrupt(&dir.join(NAME), "no id"));
+    }
+    // Two independently seeded SipHash outputs: random without a dependency for it.
+    use std::hash::{BuildHasher, Hasher};
+    let word = || {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        h.finish()
+    };
+    let (a, b) = (word(), word());
+    let id = format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xffff,
+        b >> 48,
+        b & 0xffff_ffff_ffff
+    );
+    crate::checked_file::store(fs, dir, NAME, HEADER, &format!("{id}\n"))?;
+    Ok(id)
 }
 
 impl std::fmt::Debug for RegionServer {
@@ -118,6 +155,12 @@ pub struct Table {
 }
 
 impl RegionServer {
+    /// The store's id (HBase's cluster id): made when the store is created, the same on every
+    /// open.
+    pub fn cluster_id(&self) -> &str {
+        &self.cluster_id
+    }
+
     /// Opens (creating if needed) the store in `dir` on the local file system.
     pub fn open(
         dir: impl AsRef<Path>,
@@ -138,6 +181,7 @@ impl RegionServer {
         fs.create_dir_durable(dir)
             .map_err(|e| io("create directory", dir, e))?;
         let catalog = Catalog::load(&*fs, dir)?;
+        let cluster_id = load_or_create_cluster_id(&*fs, dir)?;
         let wal = Arc::new(Wal::open(
             Arc::clone(&fs),
             &dir.join("wal"),
@@ -172,6 +216,7 @@ impl RegionServer {
             account,
             chunks,
             housekeeping: Mutex::new(None),
+            cluster_id,
         };
         server.remove_orphans(&catalog);
         server.open_regions(&catalog);

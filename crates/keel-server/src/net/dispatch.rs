@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use keel_rpc::{CallClass, Failure, RunInfo, Task};
 use keel_thrift::hbase::{
-    Call, CallError, HbaseError, INTERNAL_ERROR, UNKNOWN_METHOD, decode_call,
+    Call, CallError, HbaseError, INTERNAL_ERROR, Request, UNKNOWN_METHOD, decode_request,
     encode_application_exception, encode_reply,
 };
 use keel_thrift::transport::Protocol;
@@ -28,6 +28,7 @@ use crate::Handler;
 pub fn call_class(call: &Call) -> CallClass {
     match call {
         Call::MutateRows { .. }
+        | Call::MutateRow { .. }
         | Call::AtomicIncrement { .. }
         | Call::IncrementRows { .. }
         | Call::Append { .. }
@@ -214,6 +215,8 @@ struct Work {
     connection: u64,
     handler: Arc<Handler>,
     call: Option<Call>,
+    /// The call's operation attributes (acted on or refused by the handler).
+    attributes: Vec<(Bytes, Bytes)>,
     header: MessageHeader,
     protocol: Protocol,
     replies: Arc<Replies>,
@@ -277,7 +280,10 @@ impl Drop for Work {
 impl Task for Work {
     fn run(&mut self, _info: &RunInfo) {
         if let Some(call) = self.call.take() {
-            let result = self.handler.handle_on(self.connection, call);
+            let attributes = std::mem::take(&mut self.attributes);
+            let result = self
+                .handler
+                .handle_request(self.connection, call, &attributes);
             self.answer(&result);
         }
     }
@@ -342,11 +348,15 @@ pub(super) fn respond(
             ..Limits::default()
         },
     );
-    let decoded = decode_call(&mut *d);
+    let decoded = decode_request(&mut *d);
     let decoded_bytes = d.decoded() as u64;
     drop(d);
-    let (header, call) = match decoded {
-        Ok(decoded) => decoded,
+    let (header, call, attributes) = match decoded {
+        Ok(Request {
+            header,
+            call,
+            attributes,
+        }) => (header, call, attributes),
         Err(CallError::UnknownMethod(header)) => {
             let mut e = encoder(protocol);
             encode_application_exception(
@@ -378,6 +388,7 @@ pub(super) fn respond(
         connection,
         handler: Arc::clone(&shared.handler),
         call: Some(call),
+        attributes,
         header: header.clone(),
         protocol,
         replies: Arc::clone(replies),

@@ -7,8 +7,8 @@ use super::PREALLOCATE;
 use bytes::Bytes;
 
 use super::structs::{
-    BatchMutation, ColumnDescriptor, Mutation, TAppend, TIncrement, TScan, ThriftStruct,
-    read_fields, write_binaries, write_structs,
+    BatchMutation, ColumnDescriptor, Mutation, TAccessControlEntity, TAppend, TIncrement, TScan,
+    ThriftStruct, read_fields, write_binaries, write_structs,
 };
 use crate::error::{Result, ThriftError};
 use crate::protocol::{Decoder, Encoder};
@@ -182,6 +182,74 @@ pub enum Call {
     },
     /// `getThriftServerType`: always `ONE` (1), this being the Thrift1 gateway.
     GetThriftServerType,
+    /// `mutateRow`, `mutateRowTs`: one row's mutations. Unlike `mutateRows`, Apache's handler
+    /// applies the row's deletes before its puts, and skips a put without a qualifier.
+    MutateRow {
+        /// The table.
+        table: Bytes,
+        /// The row.
+        row: Bytes,
+        /// Its mutations.
+        mutations: Vec<Mutation>,
+        /// `mutateRowTs`'s timestamp.
+        timestamp: Option<i64>,
+    },
+    /// `getTableNamesWithIsTableEnabled`: every table with whether it is enabled.
+    GetTableNamesWithIsTableEnabled,
+    /// `getClusterId`.
+    GetClusterId,
+    /// `grant`: give a user a permission.
+    Grant {
+        /// The permission.
+        info: TAccessControlEntity,
+    },
+    /// `revoke`: take a permission back.
+    Revoke {
+        /// The permission.
+        info: TAccessControlEntity,
+    },
+}
+
+/// A decoded request: its header, its call, and the operation attributes it carried (the
+/// `attributes` map of the methods that have one; empty for the rest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The message header.
+    pub header: MessageHeader,
+    /// The call.
+    pub call: Call,
+    /// Operation attributes, name → value, in the order sent.
+    pub attributes: Vec<(Bytes, Bytes)>,
+}
+
+/// Which of the service's exceptions a method declares (its `throws` clause in `Hbase.thrift`):
+/// a generated client knows only those, and reports anything else in the result struct as
+/// "missing result".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Declared {
+    /// `1: IOError io`.
+    pub io: bool,
+    /// `2: IllegalArgument ia`.
+    pub illegal_argument: bool,
+    /// `3: AlreadyExists exist`.
+    pub already_exists: bool,
+}
+
+/// The exceptions `method` declares, from current master's `Hbase.thrift` (and 1.x's for
+/// `getRowOrBefore`, gone from it).
+pub fn declared_exceptions(method: &str) -> Declared {
+    let (io, illegal_argument, already_exists) = match method {
+        "createTable" => (true, true, true),
+        "mutateRow" | "mutateRowTs" | "mutateRows" | "mutateRowsTs" | "atomicIncrement"
+        | "checkAndPut" | "scannerGet" | "scannerGetList" | "scannerClose" => (true, true, false),
+        "getThriftServerType" | "getClusterId" => (false, false, false),
+        _ => (true, false, false),
+    };
+    Declared {
+        io,
+        illegal_argument,
+        already_exists,
+    }
 }
 
 /// Why a request could not become a [`Call`].
@@ -220,6 +288,8 @@ struct Args {
     increments: Vec<TIncrement>,
     scan: Option<TScan>,
     append: Option<TAppend>,
+    access: Option<TAccessControlEntity>,
+    attributes: Vec<(Bytes, Bytes)>,
 }
 
 impl Args {
@@ -275,6 +345,10 @@ const METHODS: &[&str] = &[
     "getRowOrBefore",
     "getRegionInfo",
     "getThriftServerType",
+    "getTableNamesWithIsTableEnabled",
+    "getClusterId",
+    "grant",
+    "revoke",
 ];
 
 fn read_args(d: &mut dyn Decoder, method: &str) -> Result<Args> {
@@ -295,8 +369,26 @@ fn read_args(d: &mut dyn Decoder, method: &str) -> Result<Args> {
                 "increment" => args.increments.push(TIncrement::read(d)?),
                 "append" => args.append = Some(TAppend::read(d)?),
                 "checkAndPut" => args.mutation = Some(Mutation::read(d)?),
+                "grant" | "revoke" => args.access = Some(TAccessControlEntity::read(d)?),
                 _ => return Ok(false),
             },
+            // The only map argument any method has: its operation attributes.
+            TType::Map => {
+                let (key, value, len) = d.read_map_begin()?;
+                if key == TType::Binary && value == TType::Binary {
+                    for _ in 0..len {
+                        let name = d.read_binary()?;
+                        let value = d.read_binary()?;
+                        args.attributes.push((name, value));
+                    }
+                } else {
+                    for _ in 0..len {
+                        d.skip(key)?;
+                        d.skip(value)?;
+                    }
+                }
+                d.read_container_end();
+            }
             TType::List => {
                 let (element, len) = d.read_list_begin()?;
                 match (element, method) {
@@ -342,9 +434,16 @@ fn read_args(d: &mut dyn Decoder, method: &str) -> Result<Args> {
     Ok(args)
 }
 
-/// Reads one request: its header and arguments. An unknown method's arguments are skipped and
-/// reported as [`CallError::UnknownMethod`]; a oneway or reply message is malformed here.
+/// Reads one request: its header and call, without its operation attributes (a client-side
+/// or test reader; a server uses [`decode_request`], so that no attribute goes unnoticed).
 pub fn decode_call(d: &mut dyn Decoder) -> std::result::Result<(MessageHeader, Call), CallError> {
+    decode_request(d).map(|r| (r.header, r.call))
+}
+
+/// Reads one request: its header, arguments and operation attributes. An unknown method's
+/// arguments are skipped and reported as [`CallError::UnknownMethod`]; a oneway or reply
+/// message is malformed here.
+pub fn decode_request(d: &mut dyn Decoder) -> std::result::Result<Request, CallError> {
     let header = d.read_message_begin()?;
     if header.kind != MessageType::Call {
         return Err(ThriftError::Invalid {
@@ -433,12 +532,10 @@ pub fn decode_call(d: &mut dyn Decoder) -> std::result::Result<(MessageHeader, C
                 versions: a.i32s[if ts { 5 } else { 4 }].unwrap_or(1),
             }
         }
-        "mutateRow" | "mutateRowTs" => Call::MutateRows {
+        "mutateRow" | "mutateRowTs" => Call::MutateRow {
             table: a.bin(1),
-            batches: vec![BatchMutation {
-                row: a.bin(2),
-                mutations: std::mem::take(&mut a.mutations),
-            }],
+            row: a.bin(2),
+            mutations: std::mem::take(&mut a.mutations),
             timestamp: if method == "mutateRowTs" {
                 a.i64s[4]
             } else {
@@ -520,9 +617,21 @@ pub fn decode_call(d: &mut dyn Decoder) -> std::result::Result<(MessageHeader, C
             family: a.bin(3),
         },
         "getRegionInfo" => Call::GetRegionInfo { row: a.bin(1) },
+        "getTableNamesWithIsTableEnabled" => Call::GetTableNamesWithIsTableEnabled,
+        "getClusterId" => Call::GetClusterId,
+        "grant" => Call::Grant {
+            info: a.access.take().unwrap_or_default(),
+        },
+        "revoke" => Call::Revoke {
+            info: a.access.take().unwrap_or_default(),
+        },
         _ => Call::GetThriftServerType,
     };
-    Ok((header, call))
+    Ok(Request {
+        header,
+        call,
+        attributes: std::mem::take(&mut a.attributes),
+    })
 }
 
 /// The first row after every row that starts with `prefix` (empty: there is none, scan to
@@ -586,9 +695,13 @@ fn optional_timestamp(e: &mut dyn Encoder, id: i16, timestamp: Option<i64>) -> i
     }
 }
 
-fn empty_attributes(e: &mut dyn Encoder, id: i16) {
+fn write_attributes(e: &mut dyn Encoder, id: i16, attributes: &[(Bytes, Bytes)]) {
     e.write_field_begin(TType::Map, id);
-    e.write_map_begin(TType::Binary, TType::Binary, 0);
+    e.write_map_begin(TType::Binary, TType::Binary, attributes.len());
+    for (name, value) in attributes {
+        e.write_binary(name);
+        e.write_binary(value);
+    }
 }
 
 impl Call {
@@ -650,11 +763,26 @@ impl Call {
             Call::GetRowOrBefore { .. } => "getRowOrBefore",
             Call::GetRegionInfo { .. } => "getRegionInfo",
             Call::GetThriftServerType => "getThriftServerType",
+            Call::MutateRow {
+                timestamp: None, ..
+            } => "mutateRow",
+            Call::MutateRow { .. } => "mutateRowTs",
+            Call::GetTableNamesWithIsTableEnabled => "getTableNamesWithIsTableEnabled",
+            Call::GetClusterId => "getClusterId",
+            Call::Grant { .. } => "grant",
+            Call::Revoke { .. } => "revoke",
         }
     }
 
     /// Writes the call as a request message (attributes sent empty, as happybase does).
     pub fn encode(&self, e: &mut dyn Encoder, seqid: i32) {
+        self.encode_with(e, seqid, &[]);
+    }
+
+    /// Writes the call with operation attributes (sent where the method has an attributes
+    /// argument; the others have none to send them in).
+    pub fn encode_with(&self, e: &mut dyn Encoder, seqid: i32, attributes: &[(Bytes, Bytes)]) {
+        let attributes_arg = |e: &mut dyn Encoder, id: i16| write_attributes(e, id, attributes);
         e.write_message_begin(&MessageHeader {
             name: self.method().to_string(),
             kind: MessageType::Call,
@@ -691,7 +819,7 @@ impl Call {
                     next += 1;
                 }
                 next = optional_timestamp(e, next, *timestamp);
-                empty_attributes(e, next);
+                attributes_arg(e, next);
             }
             Call::GetVersions {
                 table,
@@ -707,7 +835,7 @@ impl Call {
                 next = optional_timestamp(e, next, *timestamp);
                 e.write_field_begin(TType::I32, next);
                 e.write_i32(*versions);
-                empty_attributes(e, next + 1);
+                attributes_arg(e, next + 1);
             }
             Call::MutateRows {
                 table,
@@ -719,7 +847,7 @@ impl Call {
                 write_structs(e, batches);
                 let mut next = 3;
                 next = optional_timestamp(e, next, *timestamp);
-                empty_attributes(e, next);
+                attributes_arg(e, next);
             }
             Call::AtomicIncrement {
                 table,
@@ -737,7 +865,7 @@ impl Call {
                 binary_arg(e, 1, table);
                 e.write_field_begin(TType::Struct, 2);
                 scan.write(e);
-                empty_attributes(e, 3);
+                attributes_arg(e, 3);
             }
             Call::ScannerGet { id, rows } => {
                 e.write_field_begin(TType::I32, 1);
@@ -771,7 +899,7 @@ impl Call {
                     next += 1;
                 }
                 next = optional_timestamp(e, next, *timestamp);
-                empty_attributes(e, next);
+                attributes_arg(e, next);
             }
             Call::CheckAndPut {
                 table,
@@ -788,7 +916,7 @@ impl Call {
                 }
                 e.write_field_begin(TType::Struct, 6);
                 mutation.write(e);
-                empty_attributes(e, 7);
+                attributes_arg(e, 7);
             }
             Call::GetRowOrBefore { table, row, family } => {
                 binary_arg(e, 1, table);
@@ -796,7 +924,26 @@ impl Call {
                 binary_arg(e, 3, family);
             }
             Call::GetRegionInfo { row } => binary_arg(e, 1, row),
-            Call::GetThriftServerType => {}
+            Call::GetThriftServerType
+            | Call::GetTableNamesWithIsTableEnabled
+            | Call::GetClusterId => {}
+            Call::MutateRow {
+                table,
+                row,
+                mutations,
+                timestamp,
+            } => {
+                binary_arg(e, 1, table);
+                binary_arg(e, 2, row);
+                e.write_field_begin(TType::List, 3);
+                write_structs(e, mutations);
+                let next = optional_timestamp(e, 4, *timestamp);
+                attributes_arg(e, next);
+            }
+            Call::Grant { info } | Call::Revoke { info } => {
+                e.write_field_begin(TType::Struct, 1);
+                info.write(e);
+            }
         }
         e.write_struct_end();
     }

@@ -10,12 +10,15 @@ const PREALLOCATE: usize = 1024;
 mod replies;
 mod structs;
 
-pub use calls::{Call, CallError, decode_call, prefix_stop_row};
+pub use calls::{
+    Call, CallError, Declared, Request, declared_exceptions, decode_call, decode_request,
+    prefix_stop_row,
+};
 pub use replies::{
     DecodedReply, HbaseError, INTERNAL_ERROR, Reply, UNKNOWN_METHOD, decode_reply,
     encode_application_exception, encode_reply,
 };
 pub use structs::{
-    BatchMutation, ColumnDescriptor, Mutation, TAppend, TCell, TColumn, TIncrement, TRegionInfo,
-    TRowResult, TScan, ThriftStruct,
+    BatchMutation, ColumnDescriptor, Mutation, TAccessControlEntity, TAppend, TCell, TColumn,
+    TIncrement, TRegionInfo, TRowResult, TScan, ThriftStruct,
 };

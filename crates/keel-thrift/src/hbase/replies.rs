@@ -36,6 +36,10 @@ pub enum Reply {
     Rows(Vec<TRowResult>),
     /// Cells (`get`, `getVer*`, `getRowOrBefore`, `append`).
     Cells(Vec<TCell>),
+    /// `getTableNamesWithIsTableEnabled`: table → enabled.
+    EnabledTables(Vec<(Bytes, bool)>),
+    /// A string (`getClusterId`).
+    Text(Bytes),
 }
 
 /// The exceptions the `Hbase` service declares (field ids 1, 2 and 3 of every result struct).
@@ -70,6 +74,38 @@ pub fn encode_reply(
     seqid: i32,
     result: &std::result::Result<Reply, HbaseError>,
 ) {
+    // An exception the method does not declare would be a field its client does not know
+    // ("missing result"): it goes as the nearest declared one, or, as libthrift answers an
+    // unchecked exception, as a `TApplicationException` — with the message, which libthrift
+    // drops.
+    if let Err(error) = result {
+        let declared = super::calls::declared_exceptions(name);
+        let fits = match error {
+            HbaseError::Io { .. } => declared.io,
+            HbaseError::IllegalArgument(_) => declared.illegal_argument,
+            HbaseError::AlreadyExists(_) => declared.already_exists,
+        };
+        if !fits {
+            match error {
+                HbaseError::AlreadyExists(message) if declared.io => {
+                    let as_io = Err(HbaseError::Io {
+                        message: message.clone(),
+                        can_retry: false,
+                    });
+                    return encode_reply(e, name, seqid, &as_io);
+                }
+                _ => {
+                    return encode_application_exception(
+                        e,
+                        name,
+                        seqid,
+                        &error.to_string(),
+                        INTERNAL_ERROR,
+                    );
+                }
+            }
+        }
+    }
     e.write_message_begin(&MessageHeader {
         name: name.to_string(),
         kind: MessageType::Reply,
@@ -141,6 +177,18 @@ fn write_success(e: &mut dyn Encoder, reply: &Reply) {
             e.write_field_begin(TType::List, 0);
             write_structs(e, items);
         }
+        Reply::EnabledTables(tables) => {
+            e.write_field_begin(TType::Map, 0);
+            e.write_map_begin(TType::Binary, TType::Bool, tables.len());
+            for (name, enabled) in tables {
+                e.write_binary(name);
+                e.write_bool(*enabled);
+            }
+        }
+        Reply::Text(text) => {
+            e.write_field_begin(TType::Binary, 0);
+            e.write_binary(text);
+        }
     }
 }
 
@@ -195,6 +243,15 @@ pub fn decode_reply(d: &mut dyn Decoder) -> Result<DecodedReply> {
             (0, TType::Bool) => outcome = Ok(Reply::Bool(d.read_bool()?)),
             (0, TType::I32) => outcome = Ok(Reply::I32(d.read_i32()?)),
             (0, TType::I64) => outcome = Ok(Reply::I64(d.read_i64()?)),
+            (0, TType::Map) if name == "getTableNamesWithIsTableEnabled" => {
+                let (_, _, len) = d.read_map_begin()?;
+                let mut tables = Vec::with_capacity(len.min(PREALLOCATE));
+                for _ in 0..len {
+                    tables.push((d.read_binary()?, d.read_bool()?));
+                }
+                d.read_container_end();
+                outcome = Ok(Reply::EnabledTables(tables));
+            }
             (0, TType::Map) => {
                 let (_, _, len) = d.read_map_begin()?;
                 let mut families = Vec::with_capacity(len.min(PREALLOCATE));
@@ -204,6 +261,7 @@ pub fn decode_reply(d: &mut dyn Decoder) -> Result<DecodedReply> {
                 d.read_container_end();
                 outcome = Ok(Reply::Families(families));
             }
+            (0, TType::Binary) => outcome = Ok(Reply::Text(d.read_binary()?)),
             (0, TType::List) => {
                 outcome = Ok(match name.as_str() {
                     "getTableNames" => Reply::Names(read_list(d, |d| d.read_binary())?),

@@ -570,3 +570,54 @@ impl ThriftStruct for TAppend {
         Ok(a)
     }
 }
+
+/// `TAccessControlEntity`: a permission to grant or revoke (`grant`, `revoke`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TAccessControlEntity {
+    /// 1: the user.
+    pub username: String,
+    /// 2: `TPermissionScope`: 0 table, 1 namespace.
+    pub scope: i32,
+    /// 4: the actions (`R`, `W`, `X`, `C`, `A` letters).
+    pub actions: String,
+    /// 5: the table, for table scope.
+    pub table_name: Option<Bytes>,
+    /// 6: the namespace, for namespace scope.
+    pub ns_name: Option<String>,
+}
+
+impl ThriftStruct for TAccessControlEntity {
+    fn write(&self, e: &mut dyn Encoder) {
+        e.write_struct_begin();
+        e.write_field_begin(TType::Binary, 1);
+        e.write_string(&self.username);
+        e.write_field_begin(TType::I32, 2);
+        e.write_i32(self.scope);
+        e.write_field_begin(TType::Binary, 4);
+        e.write_string(&self.actions);
+        if let Some(table) = &self.table_name {
+            binary_field(e, 5, table);
+        }
+        if let Some(ns) = &self.ns_name {
+            e.write_field_begin(TType::Binary, 6);
+            e.write_string(ns);
+        }
+        e.write_struct_end();
+    }
+
+    fn read(d: &mut dyn Decoder) -> Result<TAccessControlEntity> {
+        let mut a = TAccessControlEntity::default();
+        read_fields(d, |d, f| {
+            match (f.id, f.ttype) {
+                (1, TType::Binary) => a.username = d.read_string()?,
+                (2, TType::I32) => a.scope = d.read_i32()?,
+                (4, TType::Binary) => a.actions = d.read_string()?,
+                (5, TType::Binary) => a.table_name = Some(d.read_binary()?),
+                (6, TType::Binary) => a.ns_name = Some(d.read_string()?),
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(a)
+    }
+}
