@@ -497,3 +497,37 @@ fn a_filter_step_never_skips_a_family_delete_marker() {
         assert_eq!(scan(&t, "ColumnPaginationFilter(1, 0)"), ["r cf:=kept"]);
     }
 }
+
+#[test]
+fn a_get_takes_a_filter_too() {
+    // HBase's Get.setFilter: the same contract, on one row.
+    let (_d, _s, t) = table(WIDE);
+    let query = ReadQuery::latest(0, i64::MAX / 2);
+    let got = t
+        .region()
+        .get_filtered(
+            b"r1",
+            &query,
+            &Filter::parse(b"ColumnRangeFilter('b', true, 'c', true) AND KeyOnlyFilter()")
+                .expect("parses"),
+        )
+        .expect("get");
+    let shown: Vec<(Bytes, Bytes)> = got
+        .iter()
+        .map(|c| (c.qualifier().clone(), c.value().clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (Bytes::from_static(b"b"), Bytes::new()),
+            (Bytes::from_static(b"c"), Bytes::new())
+        ]
+    );
+    // A row the filter drops is an empty get.
+    assert!(
+        t.region()
+            .get_filtered(b"r1", &query, &Filter::Page(0))
+            .expect("get")
+            .is_empty()
+    );
+}

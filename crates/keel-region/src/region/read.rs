@@ -86,6 +86,27 @@ impl Region {
         Ok(out)
     }
 
+    /// The cells of `row` that `query` selects and `filter` keeps (HBase's `Get.setFilter`):
+    /// the row read as a one-row scan, so the filter runs inside it exactly as in a scan
+    /// (row key, cells, transforms, whole-row decisions).
+    pub fn get_filtered(
+        &self,
+        row: &[u8],
+        query: &ReadQuery,
+        filter: &crate::filter::Filter,
+    ) -> Result<Vec<Cell>, RegionError> {
+        let mut stop = row.to_vec();
+        stop.push(0);
+        let scan = Scan {
+            start_row: Bytes::copy_from_slice(row),
+            stop_row: Bytes::from(stop),
+            query: query.clone(),
+            filter: Some(filter.clone()),
+            ..Scan::all(query.now_ms)
+        };
+        Ok(self.scanner(&scan)?.next().transpose()?.unwrap_or_default())
+    }
+
     /// The rows `scan` selects, each a `Vec` of its cells (or several, with a batch size): a
     /// [`Region::scanner`] collected.
     pub fn scan(&self, scan: &Scan) -> Result<Vec<Vec<Cell>>, RegionError> {
