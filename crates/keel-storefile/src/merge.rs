@@ -20,6 +20,16 @@ pub trait KeyValueScanner: Send {
     fn next(&mut self) -> Result<Option<Cell>>;
     /// Positions at the first cell ≥ `key`.
     fn seek(&mut self, key: &CellKey) -> Result<()>;
+    /// Moves forward to the first cell ≥ `key`, never back (HBase's `reseek`): a scanner
+    /// already there does nothing, and one that can step within what it holds (a store file's
+    /// current block) does so instead of starting over. The default seeks unless the current
+    /// cell is already at or past `key`.
+    fn reseek(&mut self, key: &CellKey) -> Result<()> {
+        match self.peek() {
+            Some(cell) if cell.key() >= key => Ok(()),
+            _ => self.seek(key),
+        }
+    }
     /// Positions at the first cell of the last row before `row` (strictly), or of the last row
     /// of all with `None`; exhausted if there is none. A reversed scan reads a row forward from
     /// there, then asks for the row before it (HBase's `seekToPreviousRow`).
@@ -159,6 +169,17 @@ impl KeyValueScanner for MergeScanner<'_> {
         for source in 0..self.sources.len() {
             self.sources[source].seek(key)?;
             self.push(source);
+        }
+        Ok(())
+    }
+
+    /// Only the sources standing before `key` move (each by its own reseek); the rest, and
+    /// the heap's order among them, stay as they are.
+    fn reseek(&mut self, key: &CellKey) -> Result<()> {
+        while self.heap.peek().is_some_and(|head| &head.key < key) {
+            let Some(head) = self.heap.pop() else { break };
+            self.sources[head.source].reseek(key)?;
+            self.push(head.source);
         }
         Ok(())
     }

@@ -42,6 +42,10 @@ pub struct StoreFileScanner<'a> {
     started: bool,
     /// When set, the scanner ends rather than enter a block whose keys all sort after this.
     limit: Option<CellKey>,
+    /// The first key of the block after the current one, when the current leaf index block
+    /// has it: a reseek to a key before it stays in this block, with no index lookup (HBase's
+    /// `nextIndexedKey`).
+    next_first: Option<CellKey>,
 }
 
 impl<'a> StoreFileScanner<'a> {
@@ -63,6 +67,7 @@ impl<'a> StoreFileScanner<'a> {
             current: None,
             started: false,
             limit: None,
+            next_first: None,
         }
     }
 
@@ -89,6 +94,9 @@ impl<'a> StoreFileScanner<'a> {
             None => return Ok(()),
             Some(cell) if cell.key() >= key => return Ok(()),
             Some(_) => {}
+        }
+        if self.next_first.as_ref().is_some_and(|next| key < next) {
+            return self.advance_to(key);
         }
         let target = self.target_entry(key)?;
         if target.offset > self.block_offset {
@@ -197,6 +205,11 @@ impl<'a> StoreFileScanner<'a> {
             .last()
             .ok_or_else(|| crate::error::corrupt(path, 0, "no index"))?;
         let entry = block.entry(path, *i)?;
+        self.next_first = if *i + 1 < block.len() {
+            Some(block.entry(path, *i + 1)?.key)
+        } else {
+            None
+        };
         self.block = self.reader.data_block(&entry)?;
         self.block_offset = entry.offset;
         self.pos = 0;
@@ -356,6 +369,10 @@ impl KeyValueScanner for StoreFileScanner<'_> {
 
     fn seek(&mut self, key: &CellKey) -> Result<()> {
         StoreFileScanner::seek(self, key)
+    }
+
+    fn reseek(&mut self, key: &CellKey) -> Result<()> {
+        StoreFileScanner::reseek(self, key)
     }
 
     fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {

@@ -172,14 +172,21 @@ proptest! {
         }
         prop_assert_eq!(walked, rows_desc);
 
-        // Reseeks in ascending order from one scanner.
+        // Reseeks in ascending order from one scanner, with a step after each: within a block
+        // (no index lookup) and across blocks, never back.
         let mut ascending = targets.clone();
         ascending.sort();
         let mut s = reader.scanner();
-        for key in &ascending {
+        // The oracle's position: the index of the cell the scanner stands on.
+        let mut at = 0;
+        for (i, key) in ascending.iter().enumerate() {
             s.reseek(key).expect("test setup");
-            let expected = cells.iter().find(|c| c.key() >= key);
-            prop_assert_eq!(s.peek(), expected);
+            at = at.max(cells.partition_point(|c| c.key() < key));
+            prop_assert_eq!(s.peek(), cells.get(at));
+            if i % 2 == 1 && at < cells.len() {
+                s.next().expect("test setup");
+                at += 1;
+            }
         }
     }
 
@@ -212,6 +219,26 @@ proptest! {
         }
         let expected: Vec<Cell> = cells.iter().filter(|c| c.key() >= &start).cloned().collect();
         prop_assert_eq!(merged, expected);
+
+        // Reseeks over the merge, every third cell's key ahead, with steps between: each lands
+        // where the oracle says and never moves back.
+        merge.seek(&start).expect("test setup");
+        let targets: Vec<CellKey> = cells
+            .iter()
+            .filter(|c| c.key() >= &start)
+            .step_by(3)
+            .map(|c| c.key().clone())
+            .collect();
+        let mut at = cells.partition_point(|c| c.key() < &start);
+        for target in &targets {
+            merge.reseek(target).expect("test setup");
+            at = at.max(cells.partition_point(|c| c.key() < target));
+            prop_assert_eq!(merge.peek(), cells.get(at));
+            if at < cells.len() {
+                merge.next().expect("test setup");
+                at += 1;
+            }
+        }
 
         // A reversed scan's moves over the merge: each row forward, then the row before it.
         merge.seek_before_row(Some(start.row())).expect("test setup");
