@@ -6,7 +6,7 @@
 //! A [`Filter`] is a value: cloneable, comparable, `Send`, built in Rust
 //! (`Filter::Prefix("user".into())`) or parsed from HBase's filter language
 //! ([`Filter::parse`], the strings happybase passes); [`Filter::to_filter_string`] prints one
-//! back. A scan or get runs a fresh instance of it ([`Filter::instantiate`]), so the same
+//! back. A scan or get runs a fresh instance of it, so the same
 //! filter can serve many reads at once.
 //!
 //! The contract, per row, as HBase's region scanner applies it:
