@@ -84,6 +84,12 @@ const BENCHES: &[Suite] = &[
         target: "filters",
     },
     Suite {
+        name: "regions",
+        about: "keel-region: loading a table pre-split into 8 regions vs one region (write throughput)",
+        package: "keel-region",
+        target: "regions",
+    },
+    Suite {
         name: "thrift",
         about: "keel-thrift: decoding a mutateRows request, binary and compact, vs the thrift crate",
         package: "keel-thrift",

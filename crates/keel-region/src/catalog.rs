@@ -1,18 +1,19 @@
-//! The server's table catalog: every table's name, region id, durability and families with
+//! The server's table catalog: every table's name, durability, regions and families with
 //! their options, and whether it is enabled. Persisted like the region manifest (temporary file,
 //! sync, rename, directory sync, CRC-checked), so a crash leaves the old catalog or the new one:
 //! it is the one commit point of every table operation (create, disable, enable, delete).
 //!
-//! Text: `keel-catalog 2`, `next-region <id>`, then per table `table <name> <region id>
-//! <enabled 0|1> <durability> <start key hex or -> <end key hex or ->` (the region's
-//! boundaries; one region covering every row today, recorded so that splits need no format
-//! change) followed by its `family <name hex> <versions> <min versions> <ttl ms or ->
+//! Text: `keel-catalog 3`, `next-region <id>`, then per table `table <name> <enabled 0|1>
+//! <durability>`, its regions in key order as `region <id> <start key hex or -> <end key hex
+//! or ->` (contiguous: the first starts at the first row, each ends where the next starts, the
+//! last at the end), and its `family <name hex> <versions> <min versions> <ttl ms or ->
 //! <block size> <encoding> <compression> <bloom> <in-memory 0|1>` lines, then `crc <crc32 hex>`.
-//! Names are checked again on load (a hand-edited catalog cannot smuggle a bad one in).
+//! Names are checked again on load (a hand-edited catalog cannot smuggle a bad one in), and so
+//! is the regions' contiguity.
 //!
-//! Version 2 (this one) keeps each region in `data/<region id>`; version 1 named the directory
-//! after the table, so a name like `..` could reach outside it. A version 1 catalog is refused
-//! at open with an error naming it.
+//! Version 3 (this one) lists several regions per table. Version 2 had one region per table on
+//! the `table` line, version 1 named region directories after tables (so a name like `..`
+//! could reach outside); both are refused at open with an error naming them.
 
 use std::path::Path;
 
@@ -27,23 +28,60 @@ use crate::matcher::FamilyRules;
 use crate::names::{TableName, check_family_name};
 use crate::region::{Durability, FamilyOptions};
 
-const HEADER: &str = "keel-catalog 2";
-/// Catalogs this version refuses to open (table directories named after tables).
-const OLDER: &[&str] = &["keel-catalog 1"];
+const HEADER: &str = "keel-catalog 3";
+/// Catalogs this version refuses to open: one region per table (2), directories named after
+/// tables (1).
+const OLDER: &[&str] = &["keel-catalog 2", "keel-catalog 1"];
+
+/// One region of a table: its id (its directory, its key in the WAL) and its rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RegionEntry {
+    pub(crate) id: u64,
+    /// The region's first row (inclusive; empty = the first row of the table).
+    pub(crate) start_key: Bytes,
+    /// The row after the region (exclusive; empty = past the last row).
+    pub(crate) end_key: Bytes,
+}
 
 /// One table's persisted description.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TableEntry {
     pub(crate) name: String,
-    pub(crate) region_id: u64,
     pub(crate) enabled: bool,
     /// The table's durability (HBase's table `DURABILITY`; `UseDefault`: the server's).
     pub(crate) durability: Durability,
-    /// The region's first row (inclusive; empty = the first row of the table).
-    pub(crate) start_key: Bytes,
-    /// The row after the region (exclusive; empty = past the last row).
-    pub(crate) end_key: Bytes,
+    /// Its regions in key order, contiguous, covering every row.
+    pub(crate) regions: Vec<RegionEntry>,
     pub(crate) families: Vec<FamilyOptions>,
+}
+
+impl TableEntry {
+    /// The regions' ids.
+    pub(crate) fn region_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.regions.iter().map(|r| r.id)
+    }
+}
+
+/// Whether `regions` are in key order, contiguous and cover every row.
+pub(crate) fn contiguous(regions: &[RegionEntry]) -> bool {
+    let (Some(first), Some(last)) = (regions.first(), regions.last()) else {
+        return false;
+    };
+    first.start_key.is_empty()
+        && last.end_key.is_empty()
+        && regions.windows(2).all(|w| {
+            !w[0].end_key.is_empty()
+                && w[0].end_key == w[1].start_key
+                && w[0].start_key < w[0].end_key
+        })
+}
+
+fn key_text(key: &Bytes) -> String {
+    if key.is_empty() {
+        "-".to_string()
+    } else {
+        hex(key)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -90,7 +128,17 @@ impl Catalog {
             let parts: Vec<&str> = line.split(' ').collect();
             match parts.as_slice() {
                 ["next-region", n] => catalog.next_region = n.parse().map_err(|_| corrupt(line))?,
-                ["table", name, id, enabled, durability, start, end] => {
+                ["table", name, enabled, durability] => {
+                    let name = TableName::new(name).map_err(|e| corrupt(&e.to_string()))?;
+                    catalog.tables.push(TableEntry {
+                        name: name.as_str().to_string(),
+                        enabled: *enabled == "1",
+                        durability: durability.parse().map_err(|_| corrupt(line))?,
+                        regions: Vec::new(),
+                        families: Vec::new(),
+                    });
+                }
+                ["region", id, start, end] => {
                     let key = |text: &str| -> Option<Bytes> {
                         if text == "-" {
                             Some(Bytes::new())
@@ -98,15 +146,14 @@ impl Catalog {
                             unhex(text).map(Bytes::from)
                         }
                     };
-                    let name = TableName::new(name).map_err(|e| corrupt(&e.to_string()))?;
-                    catalog.tables.push(TableEntry {
-                        name: name.as_str().to_string(),
-                        region_id: id.parse().map_err(|_| corrupt(line))?,
-                        enabled: *enabled == "1",
-                        durability: durability.parse().map_err(|_| corrupt(line))?,
+                    let table = catalog
+                        .tables
+                        .last_mut()
+                        .ok_or_else(|| corrupt("region before table"))?;
+                    table.regions.push(RegionEntry {
+                        id: id.parse().map_err(|_| corrupt(line))?,
                         start_key: key(start).ok_or_else(|| corrupt(line))?,
                         end_key: key(end).ok_or_else(|| corrupt(line))?,
-                        families: Vec::new(),
                     });
                 }
                 [
@@ -166,6 +213,14 @@ impl Catalog {
                 _ => return Err(corrupt(line)),
             }
         }
+        for table in &catalog.tables {
+            if !contiguous(&table.regions) {
+                return Err(corrupt(&format!(
+                    "table {}: its regions do not cover every row exactly once",
+                    table.name
+                )));
+            }
+        }
         Ok(catalog)
     }
 
@@ -173,22 +228,19 @@ impl Catalog {
         let mut text = format!("next-region {}\n", self.next_region);
         for t in &self.tables {
             text.push_str(&format!(
-                "table {} {} {} {} {} {}\n",
+                "table {} {} {}\n",
                 t.name,
-                t.region_id,
                 u8::from(t.enabled),
                 t.durability,
-                if t.start_key.is_empty() {
-                    "-".to_string()
-                } else {
-                    hex(&t.start_key)
-                },
-                if t.end_key.is_empty() {
-                    "-".to_string()
-                } else {
-                    hex(&t.end_key)
-                },
             ));
+            for r in &t.regions {
+                text.push_str(&format!(
+                    "region {} {} {}\n",
+                    r.id,
+                    key_text(&r.start_key),
+                    key_text(&r.end_key)
+                ));
+            }
             for f in &t.families {
                 text.push_str(&format!(
                     "family {} {} {} {} {} {} {} {} {}\n",
@@ -233,20 +285,31 @@ mod tests {
             tables: vec![
                 TableEntry {
                     name: "t1".to_string(),
-                    region_id: 3,
                     enabled: false,
                     durability: Durability::FsyncWal,
-                    start_key: Bytes::from_static(b"m"),
-                    end_key: Bytes::new(),
+                    regions: vec![RegionEntry {
+                        id: 3,
+                        start_key: Bytes::new(),
+                        end_key: Bytes::new(),
+                    }],
                     families: vec![family, FamilyOptions::new("g")],
                 },
                 TableEntry {
                     name: "t2".to_string(),
-                    region_id: 8,
                     enabled: true,
                     durability: Durability::UseDefault,
-                    start_key: Bytes::new(),
-                    end_key: Bytes::from_static(b"\x00z"),
+                    regions: vec![
+                        RegionEntry {
+                            id: 8,
+                            start_key: Bytes::new(),
+                            end_key: Bytes::from_static(b"\x00z"),
+                        },
+                        RegionEntry {
+                            id: 5,
+                            start_key: Bytes::from_static(b"\x00z"),
+                            end_key: Bytes::new(),
+                        },
+                    ],
                     families: vec![FamilyOptions::new("f")],
                 },
             ],
@@ -281,11 +344,29 @@ mod tests {
             "{err}"
         );
         assert!(err.to_string().contains("keel-catalog 1"), "{err}");
+        checked_file::store(
+            &fs,
+            dir.path(),
+            "CATALOG",
+            "keel-catalog 2",
+            "next-region 2\n",
+        )
+        .unwrap();
+        let err = Catalog::load(&fs, dir.path()).unwrap_err();
+        assert!(err.to_string().contains("keel-catalog 2"), "{err}");
+        let one = "region 1 - -\n";
         for bad in [
-            "table .. 1 1 USE_DEFAULT - -\n",
-            "table t 1 1 USE_DEFAULT - -\nfamily 2f 1 0 - 65536 NONE NONE ROW 0\n",
-            "table t 1 1 SOMETIMES - -\n",
+            format!("table .. 1 USE_DEFAULT\n{one}"),
+            format!("table t 1 USE_DEFAULT\n{one}family 2f 1 0 - 65536 NONE NONE ROW 0\n"),
+            format!("table t 1 SOMETIMES\n{one}"),
+            // Regions with a gap, an overlap, none, and one not starting at the first row.
+            "table t 1 USE_DEFAULT\nregion 1 - 6d\nregion 2 6e -\n".to_string(),
+            "table t 1 USE_DEFAULT\nregion 1 - 6d\nregion 2 6c -\n".to_string(),
+            "table t 1 USE_DEFAULT\n".to_string(),
+            "table t 1 USE_DEFAULT\nregion 1 61 -\n".to_string(),
+            "region 1 - -\n".to_string(),
         ] {
+            let bad = bad.as_str();
             checked_file::store(&fs, dir.path(), "CATALOG", HEADER, bad).unwrap();
             let err = Catalog::load(&fs, dir.path()).unwrap_err();
             assert!(
@@ -304,11 +385,13 @@ mod tests {
             next_region: 2,
             tables: vec![TableEntry {
                 name: "t".to_string(),
-                region_id: 1,
                 enabled: true,
                 durability: Durability::UseDefault,
-                start_key: Bytes::new(),
-                end_key: Bytes::new(),
+                regions: vec![RegionEntry {
+                    id: 1,
+                    start_key: Bytes::new(),
+                    end_key: Bytes::new(),
+                }],
                 families: vec![family; checked_file::MAX_BYTES / 20],
             }],
         };

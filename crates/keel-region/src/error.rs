@@ -69,6 +69,14 @@ pub enum RegionError {
     /// A table needs at least one column family.
     #[error("table {0} needs at least one column family")]
     NoFamilies(String),
+    /// Split keys a table cannot be created with.
+    #[error("table {table}: bad split keys: {why}")]
+    BadSplitKeys {
+        /// The table.
+        table: String,
+        /// What is wrong with them.
+        why: String,
+    },
     /// More families than a table may have.
     #[error("table {table}: {count} column families; a table may have at most {max}")]
     TooManyFamilies {

@@ -44,6 +44,7 @@ mod region;
 mod scan;
 mod scanner;
 mod server;
+pub mod splits;
 mod trace;
 
 pub use error::RegionError;
@@ -59,7 +60,8 @@ pub use region::{
 pub use scan::Scan;
 pub use scanner::RegionScanner;
 pub use server::{
-    BlockCacheKind, RegionServer, ServerOptions, ServerStats, Table, TableOptions, TableState,
+    BlockCacheKind, RegionInfo, RegionServer, ServerOptions, ServerStats, Table, TableOptions,
+    TableScanner, TableState,
 };
 
 /// The README's embedded example, compiled and run as a doctest.

@@ -161,6 +161,11 @@ impl RegionScanner {
         })
     }
 
+    /// Rows this scan has returned so far (a row cut into batches counts once).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
     /// Cells this scan has taken from its sources so far (the measure of how much it read: a
     /// filter that seeks keeps it near what the scan returns).
     pub fn cells_read(&self) -> u64 {

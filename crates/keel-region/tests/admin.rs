@@ -352,6 +352,7 @@ fn durability_is_the_servers_the_tables_or_an_override() {
             vec![FamilyOptions::new("f")],
             TableOptions {
                 durability: Durability::FsyncWal,
+                ..TableOptions::default()
             },
         )
         .expect("own");

@@ -72,6 +72,10 @@ pub struct Settings {
     /// `--table-durability NAME=FSYNC_WAL`): HBase's table `DURABILITY`, which Thrift1's
     /// `createTable` cannot carry.
     pub table_durability: BTreeMap<String, Durability>,
+    /// Split keys per table (`[table.NAME] regions = 8`, `"8:UniformSplit"` or `["b", "m"]`,
+    /// or `--table-regions NAME=SPEC`): how an operator pre-splits a table that clients create
+    /// over Thrift1, which cannot carry split keys.
+    pub table_split_keys: BTreeMap<String, Vec<bytes::Bytes>>,
     /// `keel.table.max.families` (256): column families a table may have.
     pub max_families_per_table: usize,
     /// `keel.server.inflight.bytes` (256 MiB): requests being received or decoded and replies
@@ -110,6 +114,7 @@ impl Default for Settings {
             max_queued_bytes: 1 << 30,
             wal_hsync: false,
             table_durability: BTreeMap::new(),
+            table_split_keys: BTreeMap::new(),
             max_families_per_table: 256,
             max_inflight_bytes: 256 << 20,
             reply_timeout: Duration::from_secs(30),
@@ -201,6 +206,40 @@ pub fn parse_table_durability(value: &str) -> Result<(String, Durability), Strin
         .ok_or_else(|| format!("--table-durability {value:?}: expected NAME=LEVEL"))?;
     keel_region::names::TableName::new(name).map_err(|e| format!("--table-durability: {e}"))?;
     Ok((name.to_string(), level.parse()?))
+}
+
+/// A table's regions at creation, as `--table-regions` and `[table.NAME] regions` write them:
+/// `N` or `N:HexStringSplit` (N regions over 8-hex-digit keys), `N:UniformSplit` (over 8-byte
+/// binary keys), or `keys:K1,K2,…` (these split keys). Returns the split keys.
+pub fn parse_regions(spec: &str) -> Result<Vec<bytes::Bytes>, String> {
+    if let Some(keys) = spec.strip_prefix("keys:") {
+        return Ok(keys
+            .split(',')
+            .map(|k| bytes::Bytes::copy_from_slice(k.as_bytes()))
+            .collect());
+    }
+    let (count, algorithm) = spec.split_once(':').unwrap_or((spec, "HexStringSplit"));
+    let count: u32 = count
+        .parse()
+        .ok()
+        .filter(|n| (1..=1024).contains(n))
+        .ok_or_else(|| format!("regions {spec:?}: a count from 1 to 1024 is needed"))?;
+    match algorithm {
+        "HexStringSplit" => Ok(keel_region::splits::hex_string(count)),
+        "UniformSplit" => Ok(keel_region::splits::uniform(count)),
+        other => Err(format!(
+            "regions {spec:?}: unknown split algorithm {other} (HexStringSplit, UniformSplit)"
+        )),
+    }
+}
+
+/// `NAME=SPEC` (`--table-regions`): a table and its regions at creation ([`parse_regions`]).
+pub fn parse_table_regions(value: &str) -> Result<(String, Vec<bytes::Bytes>), String> {
+    let (name, spec) = value
+        .split_once('=')
+        .ok_or_else(|| format!("--table-regions {value:?}: expected NAME=SPEC"))?;
+    keel_region::names::TableName::new(name).map_err(|e| format!("--table-regions: {e}"))?;
+    Ok((name.to_string(), parse_regions(spec)?))
 }
 
 /// A setting with the same meaning in the file and as a flag, parsed with `FromStr` from the
@@ -597,10 +636,36 @@ pub static SETTINGS: &[Setting] = &[
         },
         example: ("\"FSYNC_WAL\"", "orders=FSYNC_WAL"),
     },
+    Setting {
+        key: "table.NAME.regions",
+        flag: Some("table-regions"),
+        value_name: "NAME=SPEC",
+        help: "a table's regions when it is created: N or N:HexStringSplit, N:UniformSplit, or keys:K1,K2 (HBase's pre-split); repeatable",
+        repeatable: true,
+        from_toml: |_, _| Err("table regions are set in a [table.NAME] section".to_string()),
+        from_flag: |s, text| {
+            let (name, keys) = parse_table_regions(text)?;
+            s.table_split_keys.insert(name, keys);
+            Ok(())
+        },
+        show: |s| {
+            if s.table_split_keys.is_empty() {
+                "one region".to_string()
+            } else {
+                let tables: Vec<String> = s
+                    .table_split_keys
+                    .iter()
+                    .map(|(t, keys)| format!("{t}={}", keys.len() + 1))
+                    .collect();
+                tables.join(",")
+            }
+        },
+        example: ("\"4:HexStringSplit\"", "orders=4:HexStringSplit"),
+    },
 ];
 
-/// The table section's pseudo key.
-const TABLE_KEY: &str = "table.NAME.durability";
+/// Per-table settings' keys start with this: they live in `[table.NAME]` sections.
+const TABLE_KEY: &str = "table.NAME.";
 
 fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::Value>) {
     for (key, value) in table {
@@ -651,7 +716,7 @@ impl Settings {
         for (key, value) in keys {
             let setting = SETTINGS
                 .iter()
-                .find(|s| s.key == key && s.key != TABLE_KEY)
+                .find(|s| s.key == key && !s.key.starts_with(TABLE_KEY))
                 .ok_or_else(|| format!("keel.toml: unknown key {key}"))?;
             (setting.from_toml)(self, &value)?;
         }
@@ -685,9 +750,29 @@ impl Settings {
                             .map_err(|e| format!("table.{name}.durability: {e}"))?;
                         self.table_durability.insert(name.clone(), level);
                     }
+                    "regions" => {
+                        let what = format!("table.{name}.regions");
+                        let keys =
+                            match value {
+                                toml::Value::Integer(n) => parse_regions(&n.to_string()),
+                                toml::Value::String(spec) => parse_regions(spec),
+                                toml::Value::Array(keys) => keys
+                                    .iter()
+                                    .map(|k| {
+                                        k.as_str()
+                                            .map(|k| bytes::Bytes::copy_from_slice(k.as_bytes()))
+                                            .ok_or_else(|| "split keys are strings".to_string())
+                                    })
+                                    .collect(),
+                                _ => Err("a count, \"N:ALGORITHM\" or an array of split keys"
+                                    .to_string()),
+                            }
+                            .map_err(|e| format!("{what}: {e}"))?;
+                        self.table_split_keys.insert(name.clone(), keys);
+                    }
                     other => {
                         return Err(format!(
-                            "keel.toml: unknown key table.{name}.{other} (a table section takes durability)"
+                            "keel.toml: unknown key table.{name}.{other} (a table section takes durability and regions)"
                         ));
                     }
                 }
@@ -703,8 +788,8 @@ impl Settings {
         let mut out = String::from("| `keel.toml` key | flag | default | what it does |\n");
         out.push_str("|---|---|---|---|\n");
         for s in SETTINGS {
-            let key = if s.key == TABLE_KEY {
-                "`[table.NAME]` `durability`".to_string()
+            let key = if let Some(field) = s.key.strip_prefix(TABLE_KEY) {
+                format!("`[table.NAME]` `{field}`")
             } else {
                 format!("`{}`", s.key)
             };

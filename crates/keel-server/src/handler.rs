@@ -10,8 +10,8 @@ use bytes::Bytes;
 use keel_cell::{Cell, LATEST_TIMESTAMP, escape_bytes};
 use keel_region::matcher::{ReadQuery, TimeRange};
 use keel_region::{
-    BloomType, Compression, Durability, FamilyOptions, Filter, RegionError, RegionServer, Scan,
-    Table,
+    BloomType, Compression, Durability, FamilyOptions, Filter, RegionError, RegionInfo,
+    RegionServer, Scan, Table,
 };
 use keel_thrift::hbase::{
     BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TAppend, TCell, TColumn,
@@ -168,6 +168,37 @@ fn row_result(row: Bytes, cells: &[Cell], sorted: bool) -> TRowResult {
     }
 }
 
+/// A region's name as HBase writes it: `<table>,<start key>,<id>.<md5 hex of what precedes>.`
+/// (`RegionInfo.createRegionName`).
+fn region_name(table: &str, region: &RegionInfo) -> Bytes {
+    use md5::{Digest, Md5};
+    let mut name = format!("{table},").into_bytes();
+    name.extend_from_slice(&region.start_key);
+    name.extend_from_slice(format!(",{}", region.id).as_bytes());
+    let encoded: String = Md5::digest(&name)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    name.extend_from_slice(format!(".{encoded}.").as_bytes());
+    Bytes::from(name)
+}
+
+/// `table,row,99999999999999` (a meta row, as `getRegionInfo` takes): the table and the row.
+/// The row may hold commas; the last comma starts the id part. A bare table name is its
+/// first row.
+fn parse_meta_row(meta_row: &[u8]) -> Option<(&[u8], &[u8])> {
+    let Some(first) = meta_row.iter().position(|&b| b == b',') else {
+        return Some((meta_row, &[]));
+    };
+    let last = meta_row.iter().rposition(|&b| b == b',')?;
+    let row = if last > first {
+        &meta_row[first + 1..last]
+    } else {
+        &meta_row[first + 1..]
+    };
+    Some((&meta_row[..first], row))
+}
+
 /// A filter string in HBase's filter language.
 fn parse_filter(filter: &[u8]) -> Result<Filter, HbaseError> {
     Filter::parse(filter).map_err(|e| illegal(e.to_string()))
@@ -244,13 +275,7 @@ impl Handler {
                     self.server.is_table_enabled(&name).map_err(from_region)?,
                 ))
             }
-            Call::Compact { table, major } => {
-                let name = text(&table, "the table name")?;
-                self.server
-                    .request_compaction(&name, major)
-                    .map_err(from_region)?;
-                Ok(Reply::Void)
-            }
+            Call::Compact { table, major } => self.compact(&table, major),
             Call::GetColumnDescriptors { table } => self.column_descriptors(&table),
             Call::GetTableRegions { table } => self.table_regions(&table),
             Call::GetRows {
@@ -482,14 +507,13 @@ impl Handler {
         ))
     }
 
-    /// A table's one region, as `hbase:meta` would describe it.
-    fn describe_region(&self, t: &Table) -> TRegionInfo {
-        let id = t.region().id() as i64;
+    /// A region as `hbase:meta` describes it, named as HBase names regions.
+    fn describe_region(&self, t: &Table, region: &RegionInfo) -> TRegionInfo {
         TRegionInfo {
-            start_key: Bytes::new(),
-            end_key: Bytes::new(),
-            id,
-            name: Bytes::from(format!("{},,{id}", t.name())),
+            start_key: region.start_key.clone(),
+            end_key: region.end_key.clone(),
+            id: region.id as i64,
+            name: region_name(t.name(), region),
             version: 1,
             server_name: Bytes::from_static(b"localhost"),
             port: self.options.port,
@@ -502,23 +526,64 @@ impl Handler {
         let name = text(table, "the table name")?;
         keel_region::names::TableName::new(&name).map_err(|e| illegal(e.to_string()))?;
         match self.server.table(&name) {
-            Ok(t) => Ok(Reply::Regions(vec![self.describe_region(&t)])),
+            Ok(t) => Ok(Reply::Regions(
+                t.region_infos()
+                    .iter()
+                    .map(|r| self.describe_region(&t, r))
+                    .collect(),
+            )),
             Err(_) => Ok(Reply::Regions(Vec::new())),
         }
     }
 
-    /// `getRegionInfo(metaRow)`: HBase reverse-scans `hbase:meta` from `table,row,…`; every
-    /// Keel table is one region covering all rows, so the table named before the first comma
-    /// answers, whatever follows it.
+    /// `getRegionInfo(metaRow)`: HBase reverse-scans `hbase:meta` from `table,row,…`: the
+    /// region of the named table holding `row`.
     fn region_info(&self, meta_row: &Bytes) -> Result<Reply, HbaseError> {
-        let table = meta_row.split(|&b| b == b',').next().unwrap_or_default();
-        match self.table(&Bytes::copy_from_slice(table)) {
-            Ok(t) => Ok(Reply::Region(self.describe_region(&t))),
-            Err(_) => Err(io(format!(
+        let missing = || {
+            io(format!(
                 "Cannot find row in hbase:meta, row={}",
                 escape_bytes(meta_row)
-            ))),
+            ))
+        };
+        let (table, row) = parse_meta_row(meta_row).ok_or_else(missing)?;
+        let t = self
+            .table(&Bytes::copy_from_slice(table))
+            .map_err(|_| missing())?;
+        let regions = t.region_infos();
+        let region = regions
+            .iter()
+            .rev()
+            .find(|r| r.start_key[..] <= *row)
+            .ok_or_else(missing)?;
+        Ok(Reply::Region(self.describe_region(&t, region)))
+    }
+
+    /// `compact` / `majorCompact` of a table, or of one region by its name (HBase accepts
+    /// either, `tableNameOrRegionName`).
+    fn compact(&self, name: &Bytes, major: bool) -> Result<Reply, HbaseError> {
+        if let Ok(table) = std::str::from_utf8(name)
+            && self.server.table(table).is_ok()
+        {
+            self.server
+                .request_compaction(table, major)
+                .map_err(from_region)?;
+            return Ok(Reply::Void);
         }
+        // A region name: `table,start,id.encoded.` (or without the encoded part).
+        let table = name.split(|&b| b == b',').next().unwrap_or_default();
+        let t = self.table(&Bytes::copy_from_slice(table))?;
+        let region = t
+            .region_infos()
+            .into_iter()
+            .find(|r| {
+                let full = region_name(t.name(), r);
+                full == *name || full[..full.len() - 34] == name[..]
+            })
+            .ok_or_else(|| io(format!("no table or region named {}", escape_bytes(name))))?;
+        self.server
+            .request_region_compaction(t.name(), region.id, major)
+            .map_err(from_region)?;
+        Ok(Reply::Void)
     }
 
     /// `deleteAll(Ts)` / `deleteAllRow(Ts)`: the same deletes `mutateRowsTs` makes, for one
@@ -580,7 +645,6 @@ impl Handler {
         let ColumnSpec { family, qualifier } = columns::parse(column);
         let expected = expected.filter(|v| !v.is_empty());
         let applied = t
-            .region()
             .check_and_mutate(
                 row,
                 &family,
@@ -617,7 +681,7 @@ impl Handler {
             },
             ..Scan::all(now_ms())
         };
-        let rows = t.region().scan(&scan).map_err(from_region)?;
+        let rows = t.scan(&scan).map_err(from_region)?;
         Ok(Reply::Cells(
             rows.first()
                 .into_iter()
@@ -751,7 +815,7 @@ impl Handler {
             if operations.is_empty() {
                 continue;
             }
-            for status in t.region().batch(operations) {
+            for status in t.batch(operations) {
                 status.map_err(from_region)?;
             }
         }
@@ -785,8 +849,7 @@ impl Handler {
             let qualifier = qualifier.ok_or_else(|| illegal("an append needs family:qualifier"))?;
             columns.push((family, qualifier, value.clone()));
         }
-        let (cells, _) = t
-            .region()
+        let cells = t
             .append_columns(&append.row, &columns, Durability::UseDefault)
             .map_err(from_region)?;
         Ok(Reply::Cells(
@@ -879,7 +942,7 @@ impl Handler {
                 .transpose()?,
             ..Scan::all(now_ms())
         };
-        let scanner = t.region().scanner(&region_scan).map_err(from_region)?;
+        let scanner = t.scanner(&region_scan).map_err(from_region)?;
         let id = self
             .scanners
             .insert(connection, scanner, scan.sort_columns.unwrap_or(false));

@@ -115,6 +115,7 @@ fn serve(args: &Serve) -> Result<(), String> {
     store_options.limits.blocking_store_files = s.blocking_store_files;
     store_options.default_durability = s.default_durability();
     store_options.table_durability = s.table_durability.clone();
+    store_options.table_split_keys = s.table_split_keys.clone();
     store_options.max_families_per_table = s.max_families_per_table;
     let store = Arc::new(
         RegionServer::open(&s.data_dir, store_options)

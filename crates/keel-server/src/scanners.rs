@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use keel_region::RegionScanner;
+use keel_region::TableScanner;
 use keel_sync::Mutex;
 use keel_thrift::hbase::HbaseError;
 
@@ -26,14 +26,14 @@ struct Slot {
     /// The connection that opened it (0 for embedded callers).
     connection: u64,
     /// `None` while a call is reading from it.
-    scanner: Option<RegionScanner>,
+    scanner: Option<TableScanner>,
     sort_columns: bool,
     last_used: Instant,
 }
 
 /// A scanner lent to one call.
 pub(crate) struct Lent {
-    pub(crate) scanner: RegionScanner,
+    pub(crate) scanner: TableScanner,
     pub(crate) sort_columns: bool,
 }
 
@@ -112,12 +112,7 @@ impl Scanners {
     }
 
     /// Registers an open scanner for `connection`; returns its id.
-    pub(crate) fn insert(
-        &self,
-        connection: u64,
-        scanner: RegionScanner,
-        sort_columns: bool,
-    ) -> i32 {
+    pub(crate) fn insert(&self, connection: u64, scanner: TableScanner, sort_columns: bool) -> i32 {
         let mut slots = self.slots.lock();
         let mut id = self.next.fetch_add(1, Ordering::Relaxed);
         while slots.contains_key(&id) {
@@ -216,7 +211,7 @@ mod tests {
             max_open: 10,
             max_per_connection: 10,
         });
-        let scan = |_| table.region().scanner(&Scan::all(0)).expect("scanner");
+        let scan = |_| table.scanner(&Scan::all(0)).expect("scanner");
         let id = scanners.insert(7, scan(()), false);
         let other = scanners.insert(8, scan(()), false);
         let lent = scanners.lend(7, id).expect("lend");

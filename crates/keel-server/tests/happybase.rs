@@ -76,6 +76,10 @@ fn happybase_works_against_keel_serve() {
                     // Tests run side by side: no fixed status port.
                     "--status-listen",
                     "127.0.0.1:0",
+                    // Table `split` is created pre-split into four regions: happybase must see
+                    // one table.
+                    "--table-regions",
+                    "split=keys:g,n,t",
                     "--data-dir",
                 ])
                 .arg(dir.path())

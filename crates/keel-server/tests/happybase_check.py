@@ -73,6 +73,27 @@ except Exception as e:  # a TApplicationException carrying the parser's message
     assert "TApplicationException" in type(e).__name__, type(e)
     assert "never end" in text or "Mismatched parenthesis" in text, text
 
+# A table of four regions (the server pre-splits `split` at g, n and t) reads as one table.
+c.create_table("split", {"cf": dict()})
+s = c.table("split")
+regions = s.regions()
+assert [r["start_key"] for r in regions] == [b"", b"g", b"n", b"t"], regions
+assert [r["end_key"] for r in regions] == [b"g", b"n", b"t", b""], regions
+assert all(r["name"].startswith(b"split,") and r["name"].endswith(b".") for r in regions), regions
+keys = [bytes([c]) + b"%02d" % i for c in b"aghmnstz" for i in range(3)]
+with s.batch() as b:
+    for k in keys:
+        b.put(k, {b"cf:v": k})
+assert [k for k, _ in s.scan()] == keys
+assert [k for k, _ in s.scan(reverse=True)] == keys[::-1]
+assert [k for k, _ in s.scan(row_start=b"h01", row_stop=b"t01")] == [k for k in keys if b"h01" <= k < b"t01"]
+assert [k for k, _ in s.scan(row_start=b"m", limit=5)] == [k for k in keys if k >= b"m"][:5]
+assert s.row(b"s02") == {b"cf:v": b"s02"}
+assert len(list(s.scan(filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()"))) == len(keys)
+assert s.counter_inc(b"z99", b"cf:n") == 1
+c.compact_table("split", major=True)
+c.delete_table("split", disable=True)
+
 # Batches and deletes.
 with t.batch() as b:
     b.put(b"r3", {b"cf:a": b"3"})

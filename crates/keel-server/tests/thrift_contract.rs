@@ -267,3 +267,61 @@ fn a_scan_composes_its_filter_with_every_other_field() {
         ]
     );
 }
+
+#[test]
+fn a_pre_split_table_shows_its_regions_and_compacts_one_by_name() {
+    use keel_region::{RegionServer, ServerOptions};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut options = ServerOptions::default();
+    options
+        .table_split_keys
+        .insert("p".into(), vec![b("g"), b("n")]);
+    let server = std::sync::Arc::new(RegionServer::open(dir.path(), options).expect("open"));
+    let h = keel_server::Handler::new(server, HandlerOptions::default());
+    h.handle(Call::CreateTable {
+        table: b("p"),
+        families: vec![ColumnDescriptor {
+            name: b("cf:"),
+            ..ColumnDescriptor::default()
+        }],
+    })
+    .expect("create");
+    let Ok(Reply::Regions(regions)) = h.handle(Call::GetTableRegions { table: b("p") }) else {
+        panic!("regions")
+    };
+    let ranges: Vec<(Bytes, Bytes)> = regions
+        .iter()
+        .map(|r| (r.start_key.clone(), r.end_key.clone()))
+        .collect();
+    assert_eq!(ranges, [(b(""), b("g")), (b("g"), b("n")), (b("n"), b(""))]);
+    // HBase's names: table,start,id.<32 hex>.
+    for r in &regions {
+        let name = String::from_utf8(r.name.to_vec()).expect("utf-8");
+        let (prefix, encoded) = name[..name.len() - 1].rsplit_once('.').expect("encoded");
+        assert_eq!(
+            prefix,
+            format!("p,{},{}", String::from_utf8_lossy(&r.start_key), r.id)
+        );
+        assert_eq!(encoded.len(), 32, "{name}");
+    }
+    let Ok(Reply::Region(found)) = h.handle(Call::GetRegionInfo {
+        row: b("p,h,99999999999999"),
+    }) else {
+        panic!("region info")
+    };
+    assert_eq!(found, regions[1]);
+    for name in [regions[2].name.clone(), b("p")] {
+        h.handle(Call::Compact {
+            table: name,
+            major: true,
+        })
+        .expect("compact a region by name, or the table");
+    }
+    assert!(matches!(
+        h.handle(Call::Compact {
+            table: b("p,zz,1.00000000000000000000000000000000."),
+            major: false
+        }),
+        Err(HbaseError::Io { .. })
+    ));
+}

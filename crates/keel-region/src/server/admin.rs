@@ -22,18 +22,22 @@ use std::sync::Arc;
 use keel_fs::FileSystem;
 
 use super::{Hosted, RegionServer, Serving, Table, region_id_of};
-use crate::catalog::{Catalog, TableEntry};
+use crate::catalog::{Catalog, RegionEntry, TableEntry};
 use crate::error::{RegionError, io};
 use crate::names::{TableName, check_family_name};
 use crate::region::{Durability, FamilyOptions};
 use crate::trace::event;
 
 /// A table's own settings, beyond its families.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TableOptions {
     /// HBase's table `DURABILITY`: what `UseDefault` writes to it get (`UseDefault`: the
     /// server's `default_durability`).
     pub durability: Durability,
+    /// Split keys for a pre-split table (HBase's `createTable(desc, splitKeys)`): the table
+    /// starts as one region per range between them. Empty: one region, or the split keys
+    /// [`super::ServerOptions::table_split_keys`] names for this table.
+    pub split_keys: Vec<bytes::Bytes>,
 }
 
 impl RegionServer {
@@ -59,38 +63,67 @@ impl RegionServer {
     ) -> Result<Table, RegionError> {
         let name = TableName::new(name)?;
         self.check_families(&name, &families)?;
+        let split_keys = if options.split_keys.is_empty() {
+            self.options
+                .table_split_keys
+                .get(name.as_str())
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            options.split_keys.clone()
+        };
+        check_split_keys(&name, &split_keys)?;
         let mut catalog = self.catalog.lock();
         if catalog.tables.iter().any(|t| t.name == name.as_str()) {
             return Err(RegionError::TableExists(name.to_string()));
         }
+        let mut next = catalog.clone();
+        let mut bounds = vec![bytes::Bytes::new()];
+        bounds.extend(split_keys);
+        bounds.push(bytes::Bytes::new());
+        let regions: Vec<RegionEntry> = bounds
+            .windows(2)
+            .map(|w| {
+                let id = next.next_region;
+                next.next_region += 1;
+                RegionEntry {
+                    id,
+                    start_key: w[0].clone(),
+                    end_key: w[1].clone(),
+                }
+            })
+            .collect();
         let entry = TableEntry {
             name: name.to_string(),
-            region_id: catalog.next_region,
             enabled: true,
             durability: options.durability,
-            start_key: bytes::Bytes::new(),
-            end_key: bytes::Bytes::new(),
+            regions,
             families,
         };
-        let mut next = catalog.clone();
-        next.next_region += 1;
         next.tables.push(entry.clone());
-        let dir = self.region_dir(entry.region_id);
-        // An unnamed directory under this id can only be a leftover of a create that failed.
-        if self.fs.exists(&dir).map_err(|e| io("stat", &dir, e))? {
-            remove_tree(&*self.fs, &dir).map_err(|e| io("remove leftover", &dir, e))?;
+        for id in entry.region_ids() {
+            let dir = self.region_dir(id);
+            // An unnamed directory under this id can only be a leftover of a create that failed.
+            if self.fs.exists(&dir).map_err(|e| io("stat", &dir, e))? {
+                remove_tree(&*self.fs, &dir).map_err(|e| io("remove leftover", &dir, e))?;
+            }
         }
-        let region = match self.open_region(&entry) {
-            Ok(region) => region,
+        let discard = |server: &RegionServer| {
+            for id in entry.region_ids() {
+                let _ = server.wal.close_region(id);
+                server.discard_region_dir(id);
+            }
+        };
+        let regions = match self.open_table(&entry) {
+            Ok(regions) => regions,
             Err(e) => {
-                self.discard_region_dir(entry.region_id);
+                discard(self);
                 return Err(e);
             }
         };
         if let Err(e) = next.store(&*self.fs, &self.dir) {
-            drop(region);
-            let _ = self.wal.close_region(entry.region_id);
-            self.discard_region_dir(entry.region_id);
+            drop(regions);
+            discard(self);
             return Err(e);
         }
         *catalog = next;
@@ -98,12 +131,12 @@ impl RegionServer {
             entry.name.clone(),
             Hosted {
                 entry,
-                serving: Serving::Open(Arc::clone(&region)),
+                serving: Serving::Open(Arc::clone(&regions)),
             },
         );
         Ok(Table {
             name: name.to_string(),
-            region,
+            regions,
         })
     }
 
@@ -142,16 +175,21 @@ impl RegionServer {
     /// disabled (its unflushed edits stay in the WAL for when it opens again).
     pub fn disable_table(&self, name: &str) -> Result<(), RegionError> {
         let mut catalog = self.catalog.lock();
-        let region = match &self.hosted(name)?.serving {
+        let regions: Vec<Arc<crate::region::Region>> = match &self.hosted(name)?.serving {
             Serving::Disabled => return Ok(()),
-            Serving::Open(region) => Some(Arc::clone(region)),
-            Serving::FailedOpen(_) => None,
+            Serving::Open(regions) => regions.all().cloned().collect(),
+            Serving::FailedOpen(_) => Vec::new(),
         };
-        if let Some(region) = &region {
-            region.close()?;
+        for (i, region) in regions.iter().enumerate() {
+            if let Err(e) = region.close() {
+                for closed in &regions[..i] {
+                    closed.reopen()?;
+                }
+                return Err(e);
+            }
         }
         if let Err(e) = commit_enabled(&mut catalog, &*self.fs, &self.dir, name, false) {
-            if let Some(region) = &region {
+            for region in &regions {
                 region.reopen()?;
             }
             return Err(e);
@@ -163,8 +201,8 @@ impl RegionServer {
         Ok(())
     }
 
-    /// Serves a disabled table again (or retries a table whose region failed to open);
-    /// persisted. The region opens, replaying what the WAL holds for it, before the catalog
+    /// Serves a disabled table again (or retries a table whose regions failed to open);
+    /// persisted. The regions open, replaying what the WAL holds for them, before the catalog
     /// says enabled.
     pub fn enable_table(&self, name: &str) -> Result<(), RegionError> {
         let mut catalog = self.catalog.lock();
@@ -175,42 +213,46 @@ impl RegionServer {
             }
             hosted.entry.clone()
         };
-        let region = self.open_region(&entry)?;
+        let regions = self.open_table(&entry)?;
         if let Err(e) = commit_enabled(&mut catalog, &*self.fs, &self.dir, name, true) {
-            // It may hold replayed edits: flushed and closed, so nothing is lost.
-            let _ = region.close();
+            // They may hold replayed edits: flushed and closed, so nothing is lost.
+            for region in regions.all() {
+                let _ = region.close();
+            }
             return Err(e);
         }
         if let Some(hosted) = self.tables.write().get_mut(name) {
             hosted.entry.enabled = true;
-            hosted.serving = Serving::Open(region);
+            hosted.serving = Serving::Open(regions);
         }
         Ok(())
     }
 
-    /// Deletes a disabled table and its files. The catalog forgets it first; then its region's
-    /// directory is removed (and the removal synced). A removal that fails leaves a directory
-    /// the next open removes.
+    /// Deletes a disabled table and its files. The catalog forgets it first; then its regions'
+    /// directories are removed (and the removals synced). A removal that fails leaves a
+    /// directory the next open removes.
     pub fn delete_table(&self, name: &str) -> Result<(), RegionError> {
         let mut catalog = self.catalog.lock();
-        let region_id = {
+        let region_ids: Vec<u64> = {
             let hosted = self.hosted(name)?;
             if hosted.entry.enabled {
                 return Err(RegionError::TableEnabled(name.to_string()));
             }
-            hosted.entry.region_id
+            hosted.entry.region_ids().collect()
         };
         let mut next = catalog.clone();
         next.tables.retain(|t| t.name != name);
         next.store(&*self.fs, &self.dir)?;
         *catalog = next;
         self.tables.write().remove(name);
-        // Its edits are garbage now, even those it never flushed.
-        if let Err(e) = self.wal.close_region(region_id) {
-            event!(WARN, region = region_id, error = %e, "closing a deleted region to the WAL failed");
-            let _ = e;
+        for region_id in region_ids {
+            // Its edits are garbage now, even those it never flushed.
+            if let Err(e) = self.wal.close_region(region_id) {
+                event!(WARN, region = region_id, error = %e, "closing a deleted region to the WAL failed");
+                let _ = e;
+            }
+            self.discard_region_dir(region_id);
         }
-        self.discard_region_dir(region_id);
         Ok(())
     }
 
@@ -234,7 +276,7 @@ impl RegionServer {
         if let Some(hosted) = tables.get_mut(name) {
             hosted.entry.durability = durability;
             let effective = self.effective_durability(&hosted.entry);
-            if let Some(region) = hosted.region() {
+            for region in hosted.regions() {
                 region.set_default_durability(effective);
             }
         }
@@ -250,7 +292,7 @@ impl RegionServer {
         Ok(HostedView {
             entry: hosted.entry.clone(),
             serving: match &hosted.serving {
-                Serving::Open(region) => Serving::Open(Arc::clone(region)),
+                Serving::Open(regions) => Serving::Open(Arc::clone(regions)),
                 Serving::Disabled => Serving::Disabled,
                 Serving::FailedOpen(reason) => Serving::FailedOpen(reason.clone()),
             },
@@ -276,7 +318,11 @@ impl RegionServer {
         let Ok(entries) = self.fs.list(&data) else {
             return;
         };
-        let named: HashSet<u64> = catalog.tables.iter().map(|t| t.region_id).collect();
+        let named: HashSet<u64> = catalog
+            .tables
+            .iter()
+            .flat_map(TableEntry::region_ids)
+            .collect();
         for path in entries {
             let name = path
                 .file_name()
@@ -301,6 +347,33 @@ struct HostedView {
     entry: TableEntry,
     serving: Serving,
 }
+
+/// Split keys must be non-empty, distinct and in order (HBase's `createTable` checks the same).
+fn check_split_keys(table: &TableName, keys: &[bytes::Bytes]) -> Result<(), RegionError> {
+    let bad = |why: &str| {
+        Err(RegionError::BadSplitKeys {
+            table: table.to_string(),
+            why: why.to_string(),
+        })
+    };
+    if keys.iter().any(bytes::Bytes::is_empty) {
+        return bad("a split key is empty");
+    }
+    if keys.windows(2).any(|w| w[0] >= w[1]) {
+        return bad("split keys must be distinct and in ascending order");
+    }
+    if keys.len() > MAX_PRESPLIT_REGIONS {
+        return bad(&format!(
+            "{} split keys: at most {MAX_PRESPLIT_REGIONS} regions at creation",
+            keys.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The most regions a table may be created with (each is a directory, memstores and a WAL
+/// claim; a request naming a million must not be attempted).
+pub(crate) const MAX_PRESPLIT_REGIONS: usize = 1024;
 
 /// Commits `enabled` for table `name` to the catalog.
 fn commit_enabled(

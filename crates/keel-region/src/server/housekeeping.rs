@@ -78,7 +78,7 @@ impl Shared {
         let regions = tables
             .read()
             .values()
-            .filter_map(|h| h.region().cloned())
+            .flat_map(super::Hosted::regions)
             .collect();
         Some(regions)
     }

@@ -18,28 +18,28 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bytes::Bytes;
-use keel_cell::Cell;
 use keel_fs::{FileSystem, StdFs};
 use keel_sync::{Mutex, RwLock};
 use keel_wal::{ReplayOptions, Wal};
 
-use crate::catalog::{Catalog, TableEntry};
+use crate::catalog::{Catalog, RegionEntry, TableEntry};
 use crate::error::{RegionError, io};
 use crate::limits::MemoryAccount;
 use crate::manifest::Manifest;
-use crate::matcher::ReadQuery;
-use crate::region::{BlockReads, Durability, FamilyOptions, Region, WriteTimings};
+use crate::region::{BlockReads, Durability, FamilyOptions, Region};
 use crate::trace::event;
 
 mod admin;
 mod housekeeping;
 mod options;
+mod table;
 
 pub use admin::TableOptions;
 use housekeeping::Housekeeping;
 use keel_blockcache::{BucketCache, CacheStats};
 pub use options::{BlockCacheKind, ServerOptions, ServerStats};
+pub(crate) use table::TableRegions;
+pub use table::{RegionInfo, Table, TableScanner};
 
 /// What a table is doing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +59,7 @@ pub enum TableState {
 
 /// A table's region, as served now.
 pub(crate) enum Serving {
-    Open(Arc<Region>),
+    Open(Arc<TableRegions>),
     Disabled,
     FailedOpen(String),
 }
@@ -70,10 +70,11 @@ pub(crate) struct Hosted {
 }
 
 impl Hosted {
-    pub(crate) fn region(&self) -> Option<&Arc<Region>> {
+    /// The table's regions, when it is open.
+    pub(crate) fn regions(&self) -> Vec<Arc<Region>> {
         match &self.serving {
-            Serving::Open(region) => Some(region),
-            _ => None,
+            Serving::Open(regions) => regions.all().cloned().collect(),
+            _ => Vec::new(),
         }
     }
 }
@@ -145,13 +146,6 @@ impl std::fmt::Debug for RegionServer {
             .field("tables", &self.list_tables())
             .finish_non_exhaustive()
     }
-}
-
-/// A table's handle: reads and writes go to its region.
-#[derive(Debug, Clone)]
-pub struct Table {
-    name: String,
-    region: Arc<Region>,
 }
 
 impl RegionServer {
@@ -232,21 +226,32 @@ impl RegionServer {
         Ok(server)
     }
 
-    /// Opens every enabled table's region: each loads its files, then one pass over the WAL
-    /// replays the edits of all that need it. Failures mark the table failed, nothing more.
+    /// Opens every enabled table's regions: each loads its files, then one pass over the WAL
+    /// replays the edits of all that need it. A failure marks the table failed, nothing more.
     fn open_regions(&self, catalog: &Catalog) {
-        let mut loaded = Vec::new();
+        let mut loaded: Vec<(TableEntry, Vec<(RegionEntry, Region)>)> = Vec::new();
         let mut tables = self.tables.write();
         for entry in &catalog.tables {
             let serving = if !entry.enabled {
                 Serving::Disabled
             } else {
-                match self.load_region(entry) {
-                    Ok(region) => {
-                        loaded.push((entry.name.clone(), region));
+                let mut regions = Vec::with_capacity(entry.regions.len());
+                let mut failure = None;
+                for r in &entry.regions {
+                    match self.load_region(entry, r.id) {
+                        Ok(region) => regions.push((r.clone(), region)),
+                        Err(e) => {
+                            failure = Some(format!("region {}: {e}", r.id));
+                            break;
+                        }
+                    }
+                }
+                match failure {
+                    None => {
+                        loaded.push((entry.clone(), regions));
                         continue;
                     }
-                    Err(e) => self.failed(entry, e.to_string()),
+                    Some(reason) => self.failed(entry, reason),
                 }
             };
             tables.insert(
@@ -258,22 +263,16 @@ impl RegionServer {
             );
         }
         let replay_failure = self
-            .replay(loaded.iter().map(|(_, r)| r))
+            .replay(loaded.iter().flat_map(|(_, rs)| rs.iter().map(|(_, r)| r)))
             .err()
             .map(|e| format!("WAL replay failed: {e}"));
-        for (name, region) in loaded {
-            let Some(entry) = catalog.tables.iter().find(|t| t.name == name) else {
-                continue;
-            };
-            let serving = match (&replay_failure, region.needs_replay()) {
-                (Some(reason), true) => self.failed(entry, reason.clone()),
-                _ => match region.finish_open() {
-                    Ok(()) => Serving::Open(Arc::new(region)),
-                    Err(e) => self.failed(entry, e.to_string()),
-                },
+        for (entry, regions) in loaded {
+            let serving = match self.finish_table(regions, replay_failure.as_deref()) {
+                Ok(open) => Serving::Open(open),
+                Err(reason) => self.failed(&entry, reason),
             };
             tables.insert(
-                name,
+                entry.name.clone(),
                 Hosted {
                     entry: entry.clone(),
                     serving,
@@ -282,13 +281,32 @@ impl RegionServer {
         }
     }
 
+    /// The last step of opening a table's loaded regions: each finishes opening (declares
+    /// itself to the WAL), or the table fails as a whole.
+    fn finish_table(
+        &self,
+        regions: Vec<(RegionEntry, Region)>,
+        replay_failure: Option<&str>,
+    ) -> Result<Arc<TableRegions>, String> {
+        let mut open = Vec::with_capacity(regions.len());
+        for (r, region) in regions {
+            if let (Some(reason), true) = (replay_failure, region.needs_replay()) {
+                return Err(reason.to_string());
+            }
+            region
+                .finish_open()
+                .map_err(|e| format!("region {}: {e}", r.id))?;
+            open.push((r, Arc::new(region)));
+        }
+        Ok(Arc::new(TableRegions { regions: open }))
+    }
+
     fn failed(&self, entry: &TableEntry, reason: String) -> Serving {
         event!(
             ERROR,
             table = %entry.name,
-            region = entry.region_id,
             reason = %reason,
-            "region failed to open; the table is FAILED_OPEN and the others serve"
+            "a region failed to open; the table is FAILED_OPEN and the others serve"
         );
         let _ = entry;
         Serving::FailedOpen(reason)
@@ -331,13 +349,17 @@ impl RegionServer {
             .tables
             .read()
             .values()
-            .filter_map(|h| h.region().map(|r| r.id()))
+            .flat_map(|h| h.regions().into_iter().map(|r| r.id()))
             .collect();
         for id in self.wal.logged_regions() {
             if served.contains(&id) {
                 continue;
             }
-            let release = match catalog.tables.iter().find(|t| t.region_id == id) {
+            let release = match catalog
+                .tables
+                .iter()
+                .find(|t| t.region_ids().any(|r| r == id))
+            {
                 None => true,
                 Some(entry) if !entry.enabled => {
                     let flushed = Manifest::load(&*self.fs, &self.region_dir(id))
@@ -361,14 +383,14 @@ impl RegionServer {
         self.dir.join("data").join(region_dir_name(id))
     }
 
-    /// The first step of opening a table's region (its files), configured as this server runs
-    /// it.
-    fn load_region(&self, entry: &TableEntry) -> Result<Region, RegionError> {
+    /// The first step of opening one of a table's regions (its files), configured as this
+    /// server runs it.
+    fn load_region(&self, entry: &TableEntry, id: u64) -> Result<Region, RegionError> {
         let region = Region::load(
             Arc::clone(&self.fs),
-            &self.region_dir(entry.region_id),
+            &self.region_dir(id),
             Arc::clone(&self.wal),
-            entry.region_id,
+            id,
             entry.families.clone(),
             self.reads.clone(),
             Arc::clone(&self.chunks),
@@ -380,13 +402,20 @@ impl RegionServer {
             .with_account(Arc::clone(&self.account)))
     }
 
-    /// Opens a table's region on its own: files, replay (when the WAL has edits for it) and
-    /// the WAL's claim.
-    fn open_region(&self, entry: &TableEntry) -> Result<Arc<Region>, RegionError> {
-        let region = self.load_region(entry)?;
-        self.replay(std::iter::once(&region))?;
-        region.finish_open()?;
-        Ok(Arc::new(region))
+    /// Opens a table's regions on their own: files, replay (when the WAL has edits for them)
+    /// and the WAL's claim.
+    fn open_table(&self, entry: &TableEntry) -> Result<Arc<TableRegions>, RegionError> {
+        let mut loaded = Vec::with_capacity(entry.regions.len());
+        for r in &entry.regions {
+            loaded.push((r.clone(), self.load_region(entry, r.id)?));
+        }
+        self.replay(loaded.iter().map(|(_, r)| r))?;
+        let mut open = Vec::with_capacity(loaded.len());
+        for (r, region) in loaded {
+            region.finish_open()?;
+            open.push((r, Arc::new(region)));
+        }
+        Ok(Arc::new(TableRegions { regions: open }))
     }
 
     /// What `UseDefault` writes to a table get: `table_durability`'s override, else the table's
@@ -531,9 +560,30 @@ impl RegionServer {
     /// `majorCompact` do: it runs throttled, off the caller's thread. (`Table::compact` and
     /// `Table::major_compact` run one at once instead.)
     pub fn request_compaction(&self, table: &str, major: bool) -> Result<(), RegionError> {
-        let region = self.table(table)?.region;
+        let table = self.table(table)?;
         if let Some(housekeeping) = &*self.housekeeping.lock() {
-            housekeeping.shared.request_compaction(&region, major);
+            for region in table.regions.all() {
+                housekeeping.shared.request_compaction(region, major);
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues a compaction of one region of `table` (HBase's `Admin.compactRegion`).
+    pub fn request_region_compaction(
+        &self,
+        table: &str,
+        region_id: u64,
+        major: bool,
+    ) -> Result<(), RegionError> {
+        let table = self.table(table)?;
+        let region = table
+            .regions
+            .all()
+            .find(|r| r.id() == region_id)
+            .ok_or(RegionError::RegionClosed { region: region_id })?;
+        if let Some(housekeeping) = &*self.housekeeping.lock() {
+            housekeeping.shared.request_compaction(region, major);
         }
         Ok(())
     }
@@ -568,9 +618,9 @@ impl RegionServer {
             .get(name)
             .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))?;
         match &hosted.serving {
-            Serving::Open(region) => Ok(Table {
+            Serving::Open(regions) => Ok(Table {
                 name: name.to_string(),
-                region: Arc::clone(region),
+                regions: Arc::clone(regions),
             }),
             Serving::Disabled => Err(RegionError::TableDisabled(name.to_string())),
             Serving::FailedOpen(reason) => Err(RegionError::FailedOpen {
@@ -590,7 +640,7 @@ impl RegionServer {
             .tables
             .read()
             .values()
-            .filter_map(|h| h.region().cloned())
+            .flat_map(Hosted::regions)
             .collect();
         for region in &regions {
             region.flush()?;
@@ -615,102 +665,4 @@ fn region_id_of(name: &str) -> Option<u64> {
     (name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()))
         .then(|| name.parse().ok())
         .flatten()
-}
-
-impl Table {
-    /// The table's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The table's region (all of it, for now).
-    pub fn region(&self) -> &Region {
-        &self.region
-    }
-
-    /// Puts one value at the server's time, at the default durability.
-    pub fn put(
-        &self,
-        row: &[u8],
-        family: &[u8],
-        qualifier: &[u8],
-        value: &[u8],
-    ) -> Result<WriteTimings, RegionError> {
-        let cell = Cell::put(
-            Bytes::copy_from_slice(row),
-            Bytes::copy_from_slice(family),
-            Bytes::copy_from_slice(qualifier),
-            keel_cell::LATEST_TIMESTAMP,
-            Bytes::copy_from_slice(value),
-        )
-        .map_err(|e| RegionError::BadCell(e.to_string()))?;
-        self.mutate(vec![cell], Durability::UseDefault)
-    }
-
-    /// Applies puts and deletes atomically at `durability` (`UseDefault`: the server's).
-    pub fn mutate(
-        &self,
-        cells: Vec<Cell>,
-        durability: Durability,
-    ) -> Result<WriteTimings, RegionError> {
-        self.region.mutate(cells, durability)
-    }
-
-    /// The row's cells that `query` selects.
-    pub fn get(&self, row: &[u8], query: &ReadQuery) -> Result<Vec<Cell>, RegionError> {
-        self.region.get(row, query)
-    }
-
-    /// The rows `scan` selects.
-    pub fn scan(&self, scan: &crate::scan::Scan) -> Result<Vec<Vec<Cell>>, RegionError> {
-        self.region.scan(scan)
-    }
-
-    /// The latest value of one column, if any.
-    pub fn get_value(
-        &self,
-        row: &[u8],
-        family: &[u8],
-        qualifier: &[u8],
-    ) -> Result<Option<Bytes>, RegionError> {
-        Ok(self
-            .region
-            .latest(row, family, qualifier)?
-            .map(|c| c.value().clone()))
-    }
-
-    /// Adds `delta` to a counter and returns the new value, at the default durability.
-    pub fn increment(
-        &self,
-        row: &[u8],
-        family: &[u8],
-        qualifier: &[u8],
-        delta: i64,
-    ) -> Result<i64, RegionError> {
-        Ok(self
-            .region
-            .increment(row, family, qualifier, delta, Durability::UseDefault)?
-            .0)
-    }
-
-    /// Merges the store files HBase's exploring policy selects (losslessly); returns how many
-    /// files went away.
-    pub fn compact(&self) -> Result<usize, RegionError> {
-        self.region.compact(
-            &crate::compaction_policy::CompactionPolicy::default(),
-            false,
-        )
-    }
-
-    /// Rewrites all of the table's store files as one per family, dropping deleted, expired and
-    /// excess versions and delete markers; returns how many files went away.
-    pub fn major_compact(&self) -> Result<usize, RegionError> {
-        self.region
-            .compact(&crate::compaction_policy::CompactionPolicy::default(), true)
-    }
-
-    /// Writes the table's memstores to store files.
-    pub fn flush(&self) -> Result<u64, RegionError> {
-        self.region.flush()
-    }
 }

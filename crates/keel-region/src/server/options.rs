@@ -78,6 +78,9 @@ pub struct ServerOptions {
     /// fsync-before-ack for a table that clients create over Thrift1, whose `ColumnDescriptor`
     /// has no field for it. Applied when the table opens or is created.
     pub table_durability: std::collections::BTreeMap<String, Durability>,
+    /// Split keys for tables created without their own (by name): how an operator pre-splits a
+    /// table that clients create over Thrift1, which has no way to pass split keys.
+    pub table_split_keys: std::collections::BTreeMap<String, Vec<bytes::Bytes>>,
     /// Column families a table may have (Keel's bound; a table with more is refused when it is
     /// created): 256.
     pub max_families_per_table: usize,
@@ -115,6 +118,7 @@ impl Default for ServerOptions {
             major_compaction_period: std::time::Duration::from_secs(7 * 24 * 3600),
             major_compaction_jitter: 0.5,
             table_durability: std::collections::BTreeMap::new(),
+            table_split_keys: std::collections::BTreeMap::new(),
             max_families_per_table: 256,
             chunk_pool_bytes: None,
         }

@@ -5,8 +5,8 @@ use super::*;
 
 /// `keel.toml` text setting `s` to its example.
 fn toml_for(s: &Setting) -> String {
-    if s.key == TABLE_KEY {
-        format!("[table.orders]\ndurability = {}\n", s.example.0)
+    if let Some(field) = s.key.strip_prefix(TABLE_KEY) {
+        format!("[table.orders]\n{field} = {}\n", s.example.0)
     } else {
         format!("\"{}\" = {}\n", s.key, s.example.0)
     }
@@ -155,4 +155,22 @@ fn durability_for_the_server_and_per_table() {
     );
     assert!(parse_table_durability("../t=FSYNC_WAL").is_err());
     assert!(parse_table_durability("t").is_err());
+}
+
+#[test]
+fn a_table_is_pre_split_by_count_algorithm_or_keys() {
+    let mut s = Settings::default();
+    s.apply_toml(
+        "[table.a]\nregions = 4\n[table.b]\nregions = \"2:UniformSplit\"\n[table.c]\nregions = [\"m\", \"t\"]\n",
+    )
+    .expect("applies");
+    assert_eq!(s.table_split_keys["a"], keel_region::splits::hex_string(4));
+    assert_eq!(s.table_split_keys["b"], keel_region::splits::uniform(2));
+    assert_eq!(s.table_split_keys["c"], ["m", "t"]);
+    s.apply_flag("table-regions", "d=keys:b,c").expect("flag");
+    assert_eq!(s.table_split_keys["d"], ["b", "c"]);
+    for bad in ["e=0", "e=9:Whatever", "e", "../x=2"] {
+        assert!(s.apply_flag("table-regions", bad).is_err(), "{bad}");
+    }
+    assert!(s.apply_toml("[table.f]\nregions = true\n").is_err());
 }

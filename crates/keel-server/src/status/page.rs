@@ -134,6 +134,7 @@ fn tables(out: &mut String, s: &Snapshot) {
     out.push_str(&header(&[
         "Table",
         "Region",
+        "Keys",
         "State",
         "Memstore",
         "Store files",
@@ -147,7 +148,7 @@ fn tables(out: &mut String, s: &Snapshot) {
         if t.regions.is_empty() {
             let _ = write!(
                 out,
-                "<tr data-table=\"{name}\"><td>{name}</td><td>–</td><td>{}</td><td colspan=\"7\" class=\"muted\">{}</td></tr>",
+                "<tr data-table=\"{name}\"><td>{name}</td><td>–</td><td>{}</td><td colspan=\"8\" class=\"muted\">{}</td></tr>",
                 t.state.replace('_', " "),
                 h(t.failure.as_deref().unwrap_or("not serving")),
                 name = h(&t.name),
@@ -156,9 +157,15 @@ fn tables(out: &mut String, s: &Snapshot) {
         for r in &t.regions {
             let _ = write!(
                 out,
-                "<tr data-table=\"{name}\"><td>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                "<tr data-table=\"{name}\"><td>{name}</td><td>{}</td><td>[{}, {})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
                  <td data-metric=\"read_requests\">{}</td><td data-metric=\"write_requests\">{}</td><td>{}</td><td>{}</td></tr>",
                 r.id,
+                h(&r.start_key),
+                h(if r.end_key.is_empty() {
+                    "∞"
+                } else {
+                    &r.end_key
+                }),
                 if t.enabled { "enabled" } else { "disabled" },
                 bytes(r.memstore_bytes),
                 r.store_files,
@@ -172,7 +179,7 @@ fn tables(out: &mut String, s: &Snapshot) {
         }
     }
     if s.tables.is_empty() {
-        out.push_str("<tr><td colspan=\"10\" class=\"muted\">No tables yet.</td></tr>");
+        out.push_str("<tr><td colspan=\"11\" class=\"muted\">No tables yet.</td></tr>");
     }
     out.push_str("</table>");
 }

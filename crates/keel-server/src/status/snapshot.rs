@@ -68,6 +68,10 @@ pub struct TableStatus {
 pub struct RegionStatus {
     /// Its id.
     pub id: u64,
+    /// Its first row (escaped; empty: the table's first).
+    pub start_key: String,
+    /// The row after it (escaped; empty: past the last).
+    pub end_key: String,
     /// Bytes in its memstores.
     pub memstore_bytes: u64,
     /// Store files, all families.
@@ -289,7 +293,13 @@ pub(super) fn collect(
             let enabled = store.is_table_enabled(&name).unwrap_or(false);
             let regions = store
                 .table(&name)
-                .map(|t| vec![region_status(t.region())])
+                .map(|t| {
+                    t.regions()
+                        .iter()
+                        .zip(t.region_infos())
+                        .map(|(r, info)| region_status(r, &info))
+                        .collect()
+                })
                 .unwrap_or_default();
             let (state, failure) = match store.table_state(&name) {
                 Ok(TableState::Enabled) => ("enabled", None),
@@ -411,7 +421,7 @@ pub(super) fn collect(
     }
 }
 
-fn region_status(region: &keel_region::Region) -> RegionStatus {
+fn region_status(region: &keel_region::Region, info: &keel_region::RegionInfo) -> RegionStatus {
     let stats = region.stats();
     let families: Vec<FamilyStatus> = region
         .store_file_sizes()
@@ -424,6 +434,8 @@ fn region_status(region: &keel_region::Region) -> RegionStatus {
         .collect();
     RegionStatus {
         id: region.id(),
+        start_key: keel_cell::escape_bytes(&info.start_key),
+        end_key: keel_cell::escape_bytes(&info.end_key),
         memstore_bytes: region.memstore_size(),
         store_files: families.iter().map(|f| f.files).sum(),
         store_file_bytes: families.iter().map(|f| f.bytes).sum(),

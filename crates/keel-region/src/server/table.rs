@@ -1,0 +1,420 @@
+//! [`Table`]: a table's regions behind one handle. Gets, mutations and read-modify-writes go to
+//! the region whose key range holds their row; scans run region after region in the scan's
+//! direction ([`TableScanner`]), each region read by its own [`RegionScanner`], so a table that
+//! is several regions reads as one.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use keel_cell::Cell;
+
+use crate::catalog::RegionEntry;
+use crate::error::RegionError;
+use crate::filter::Filter;
+use crate::matcher::ReadQuery;
+use crate::region::{Durability, Region, WriteTimings};
+use crate::scan::Scan;
+use crate::scanner::RegionScanner;
+
+/// One region of a table, as a caller sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionInfo {
+    /// The region's id (its directory and its key in the WAL).
+    pub id: u64,
+    /// Its first row (inclusive; empty: the table's first row).
+    pub start_key: Bytes,
+    /// The row after it (exclusive; empty: past the table's last row).
+    pub end_key: Bytes,
+}
+
+/// A table's open regions in key order, contiguous.
+#[derive(Debug)]
+pub(crate) struct TableRegions {
+    pub(crate) regions: Vec<(RegionEntry, Arc<Region>)>,
+}
+
+impl TableRegions {
+    /// The index of the region holding `row`.
+    pub(crate) fn locate(&self, row: &[u8]) -> usize {
+        self.regions
+            .partition_point(|(entry, _)| entry.start_key[..] <= *row)
+            .saturating_sub(1)
+    }
+
+    pub(crate) fn region_for(&self, row: &[u8]) -> &Arc<Region> {
+        &self.regions[self.locate(row)].1
+    }
+
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Arc<Region>> {
+        self.regions.iter().map(|(_, r)| r)
+    }
+}
+
+/// One region's share of a batch: the operations' positions in the batch, and the operations.
+type RegionShare = (Vec<usize>, Vec<(Vec<Cell>, Durability)>);
+
+/// A table's handle: reads and writes go to its regions.
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub(crate) name: String,
+    pub(crate) regions: Arc<TableRegions>,
+}
+
+impl Table {
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The table's first region (the whole table unless it has several: see
+    /// [`Table::regions`]).
+    pub fn region(&self) -> &Region {
+        &self.regions.regions[0].1
+    }
+
+    /// The region holding `row`.
+    pub fn region_for(&self, row: &[u8]) -> &Region {
+        self.regions.region_for(row)
+    }
+
+    /// Every region, in key order.
+    pub fn regions(&self) -> Vec<Arc<Region>> {
+        self.regions.all().cloned().collect()
+    }
+
+    /// Every region's id and key range, in key order.
+    pub fn region_infos(&self) -> Vec<RegionInfo> {
+        self.regions
+            .regions
+            .iter()
+            .map(|(e, _)| RegionInfo {
+                id: e.id,
+                start_key: e.start_key.clone(),
+                end_key: e.end_key.clone(),
+            })
+            .collect()
+    }
+
+    /// Puts one value at the server's time, at the default durability.
+    pub fn put(
+        &self,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        value: &[u8],
+    ) -> Result<WriteTimings, RegionError> {
+        let cell = Cell::put(
+            Bytes::copy_from_slice(row),
+            Bytes::copy_from_slice(family),
+            Bytes::copy_from_slice(qualifier),
+            keel_cell::LATEST_TIMESTAMP,
+            Bytes::copy_from_slice(value),
+        )
+        .map_err(|e| RegionError::BadCell(e.to_string()))?;
+        self.mutate(vec![cell], Durability::UseDefault)
+    }
+
+    /// Applies puts and deletes at `durability` (`UseDefault`: the table's default). Atomic
+    /// when every cell's row is in one region (a row always is); cells in several regions are
+    /// applied region by region, in key order, as HBase applies a multi-region batch — a
+    /// failure in one leaves the regions before it written.
+    pub fn mutate(
+        &self,
+        cells: Vec<Cell>,
+        durability: Durability,
+    ) -> Result<WriteTimings, RegionError> {
+        let Some(first) = cells.first() else {
+            return self.region().mutate(cells, durability);
+        };
+        let home = self.regions.locate(first.row());
+        if cells.iter().all(|c| self.regions.locate(c.row()) == home) {
+            return self.regions.regions[home].1.mutate(cells, durability);
+        }
+        let mut groups: std::collections::BTreeMap<usize, Vec<Cell>> = Default::default();
+        for cell in cells {
+            groups
+                .entry(self.regions.locate(cell.row()))
+                .or_default()
+                .push(cell);
+        }
+        let mut timings = WriteTimings::default();
+        for (index, cells) in groups {
+            timings = self.regions.regions[index].1.mutate(cells, durability)?;
+        }
+        Ok(timings)
+    }
+
+    /// Applies operations (each one row's cells) in the regions of their rows, each region's
+    /// share as one [`Region::batch`]; one status per operation, in order. An operation whose
+    /// cells lie in two regions is refused.
+    pub fn batch(&self, operations: Vec<(Vec<Cell>, Durability)>) -> Vec<Result<(), RegionError>> {
+        if self.regions.regions.len() == 1 {
+            return self.region().batch(operations);
+        }
+        let n = operations.len();
+        let mut statuses: Vec<Option<Result<(), RegionError>>> = (0..n).map(|_| None).collect();
+        let mut groups: std::collections::BTreeMap<usize, RegionShare> = Default::default();
+        for (i, (cells, durability)) in operations.into_iter().enumerate() {
+            let Some(first) = cells.first() else {
+                statuses[i] = Some(Err(RegionError::BadCell(
+                    "an operation with no cells".to_string(),
+                )));
+                continue;
+            };
+            let home = self.regions.locate(first.row());
+            if cells.iter().any(|c| self.regions.locate(c.row()) != home) {
+                statuses[i] = Some(Err(RegionError::BadCell(
+                    "one operation's rows lie in two regions".to_string(),
+                )));
+                continue;
+            }
+            let group = groups.entry(home).or_default();
+            group.0.push(i);
+            group.1.push((cells, durability));
+        }
+        for (index, (positions, ops)) in groups {
+            let results = self.regions.regions[index].1.batch(ops);
+            for (i, result) in positions.into_iter().zip(results) {
+                statuses[i] = Some(result);
+            }
+        }
+        statuses
+            .into_iter()
+            .map(|s| s.unwrap_or_else(|| Err(RegionError::BadCell("not applied".to_string()))))
+            .collect()
+    }
+
+    /// The row's cells that `query` selects.
+    pub fn get(&self, row: &[u8], query: &ReadQuery) -> Result<Vec<Cell>, RegionError> {
+        self.region_for(row).get(row, query)
+    }
+
+    /// The row's cells that `query` selects and `filter` keeps.
+    pub fn get_filtered(
+        &self,
+        row: &[u8],
+        query: &ReadQuery,
+        filter: &Filter,
+    ) -> Result<Vec<Cell>, RegionError> {
+        self.region_for(row).get_filtered(row, query, filter)
+    }
+
+    /// The rows `scan` selects.
+    pub fn scan(&self, scan: &Scan) -> Result<Vec<Vec<Cell>>, RegionError> {
+        self.scanner(scan)?.collect()
+    }
+
+    /// A streaming scan over every region the scan's range touches, in its direction.
+    pub fn scanner(&self, scan: &Scan) -> Result<TableScanner, RegionError> {
+        TableScanner::new(Arc::clone(&self.regions), scan.clone())
+    }
+
+    /// The latest value of one column, if any.
+    pub fn get_value(
+        &self,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+    ) -> Result<Option<Bytes>, RegionError> {
+        Ok(self
+            .region_for(row)
+            .latest(row, family, qualifier)?
+            .map(|c| c.value().clone()))
+    }
+
+    /// Adds `delta` to a counter and returns the new value, at the default durability.
+    pub fn increment(
+        &self,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        delta: i64,
+    ) -> Result<i64, RegionError> {
+        Ok(self
+            .region_for(row)
+            .increment(row, family, qualifier, delta, Durability::UseDefault)?
+            .0)
+    }
+
+    /// Appends to several columns of one row atomically ([`Region::append_columns`]).
+    pub fn append_columns(
+        &self,
+        row: &[u8],
+        columns: &[(Bytes, Bytes, Bytes)],
+        durability: Durability,
+    ) -> Result<Vec<Cell>, RegionError> {
+        Ok(self
+            .region_for(row)
+            .append_columns(row, columns, durability)?
+            .0)
+    }
+
+    /// [`Region::check_and_mutate`] in the row's region.
+    pub fn check_and_mutate(
+        &self,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        check: impl FnOnce(Option<&Bytes>) -> bool,
+        cells: Vec<Cell>,
+        durability: Durability,
+    ) -> Result<bool, RegionError> {
+        self.region_for(row)
+            .check_and_mutate(row, family, qualifier, check, cells, durability)
+    }
+
+    /// Merges, in every region, the store files HBase's exploring policy selects; returns how
+    /// many files went away.
+    pub fn compact(&self) -> Result<usize, RegionError> {
+        let policy = crate::compaction_policy::CompactionPolicy::default();
+        let mut gone = 0;
+        for region in self.regions.all() {
+            gone += region.compact(&policy, false)?;
+        }
+        Ok(gone)
+    }
+
+    /// Rewrites every region's store files as one per family, dropping deleted, expired and
+    /// excess versions and delete markers; returns how many files went away.
+    pub fn major_compact(&self) -> Result<usize, RegionError> {
+        let policy = crate::compaction_policy::CompactionPolicy::default();
+        let mut gone = 0;
+        for region in self.regions.all() {
+            gone += region.compact(&policy, true)?;
+        }
+        Ok(gone)
+    }
+
+    /// Writes every region's memstores to store files; returns the highest flushed sequence id.
+    pub fn flush(&self) -> Result<u64, RegionError> {
+        let mut highest = 0;
+        for region in self.regions.all() {
+            highest = highest.max(region.flush()?);
+        }
+        Ok(highest)
+    }
+}
+
+/// A scan over a table: its regions one after another in the scan's direction, each through
+/// its own [`RegionScanner`] (with its own instance of the scan's filter, as HBase runs one per
+/// region scanner), the row limit counted across them.
+pub struct TableScanner {
+    regions: Arc<TableRegions>,
+    scan: Scan,
+    /// Regions still to read, in the order they will be (front first).
+    pending: std::collections::VecDeque<usize>,
+    current: Option<RegionScanner>,
+    rows: usize,
+    cells_read: u64,
+    done: bool,
+}
+
+impl std::fmt::Debug for TableScanner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableScanner")
+            .field("scan", &self.scan)
+            .field("regions_left", &self.pending.len())
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableScanner {
+    fn new(regions: Arc<TableRegions>, scan: Scan) -> Result<TableScanner, RegionError> {
+        let mut pending: std::collections::VecDeque<usize> = (0..regions.regions.len())
+            .filter(|&i| touches(&regions.regions[i].0, &scan))
+            .collect();
+        if scan.reversed {
+            pending = pending.into_iter().rev().collect();
+        }
+        let mut scanner = TableScanner {
+            regions,
+            scan,
+            pending,
+            current: None,
+            rows: 0,
+            cells_read: 0,
+            done: false,
+        };
+        // Open the first region now, so that a scan of a closed region fails at open.
+        scanner.open_next()?;
+        Ok(scanner)
+    }
+
+    /// Cells the scan has taken from its sources so far, every region together.
+    pub fn cells_read(&self) -> u64 {
+        self.cells_read + self.current.as_ref().map_or(0, RegionScanner::cells_read)
+    }
+
+    /// Moves to the next region, if any; false when none is left.
+    fn open_next(&mut self) -> Result<bool, RegionError> {
+        if let Some(done) = self.current.take() {
+            self.cells_read += done.cells_read();
+            self.rows += done.rows();
+        }
+        if self.scan.limit.is_some_and(|limit| self.rows >= limit) {
+            return Ok(false);
+        }
+        let Some(index) = self.pending.pop_front() else {
+            return Ok(false);
+        };
+        let mut scan = self.scan.clone();
+        if let Some(limit) = scan.limit {
+            scan.limit = Some(limit - self.rows);
+        }
+        self.current = Some(self.regions.regions[index].1.scanner(&scan)?);
+        Ok(true)
+    }
+}
+
+/// Whether region `entry` can hold rows of `scan`'s range.
+fn touches(entry: &RegionEntry, scan: &Scan) -> bool {
+    let (low, high): (&[u8], &[u8]) = if scan.reversed {
+        (&scan.stop_row, &scan.start_row)
+    } else {
+        (&scan.start_row, &scan.stop_row)
+    };
+    // The region ends at or before the range starts?
+    let before = !entry.end_key.is_empty() && !low.is_empty() && entry.end_key[..] <= *low;
+    // The region starts past the range's end (forward: stop is exclusive; reversed: start is
+    // inclusive)?
+    let after = !high.is_empty()
+        && if scan.reversed {
+            entry.start_key[..] > *high
+        } else {
+            entry.start_key[..] >= *high
+        };
+    !before && !after
+}
+
+impl Iterator for TableScanner {
+    type Item = Result<Vec<Cell>, RegionError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let Some(current) = self.current.as_mut() else {
+                self.done = true;
+                return None;
+            };
+            // Each region's scanner stops at the rows still allowed; past its last, the next
+            // region (if the limit leaves any).
+            match current.next() {
+                Some(result) => return Some(result),
+                None => match self.open_next() {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        self.done = true;
+                        return None;
+                    }
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                },
+            }
+        }
+    }
+}
