@@ -119,13 +119,18 @@ fn sweep(
         let image = Arc::new(fs.crash_image());
         drop(server);
         let reopened = open(image.clone());
-        let tables = reopened.list_tables().len();
+        let state = observe(&reopened);
+        // (`observe` enabled every table, so each lists its regions.)
+        let regions: usize = reopened
+            .list_tables()
+            .iter()
+            .map(|t| reopened.table(t).expect("table").regions().len())
+            .sum();
         assert_eq!(
             data_dirs(&*image),
-            tables,
+            regions,
             "{name}, crash at step {n}: directories the catalog does not name are left"
         );
-        let state = observe(&reopened);
         if state == before {
             saw_before = true;
             assert!(
@@ -167,6 +172,78 @@ fn create_is_crash_atomic() {
             s.create_table("t", vec![FamilyOptions::new("f")])
                 .map(|_| ())
         },
+        |_, _| {},
+    );
+}
+
+#[test]
+fn creating_a_pre_split_table_is_crash_atomic() {
+    sweep(
+        "create pre-split",
+        |s| table_with_rows(s, "other"),
+        |s| {
+            s.create_table_with(
+                "t",
+                vec![FamilyOptions::new("f")],
+                keel_region::TableOptions {
+                    split_keys: vec!["g".into(), "n".into(), "t".into()],
+                    ..keel_region::TableOptions::default()
+                },
+            )
+            .map(|_| ())
+        },
+        |reopened, state| {
+            if state.contains_key("t") {
+                assert_eq!(reopened.table("t").expect("t").regions().len(), 4);
+            }
+        },
+    );
+}
+
+/// A table of three regions with rows flushed and logged in each.
+fn split_table_with_rows(server: &RegionServer, name: &str) {
+    let t = server
+        .create_table_with(
+            name,
+            vec![FamilyOptions::new("f")],
+            keel_region::TableOptions {
+                split_keys: vec!["m".into(), "t".into()],
+                ..keel_region::TableOptions::default()
+            },
+        )
+        .expect("create");
+    t.mutate(
+        vec![
+            put("a", "flushed"),
+            put("p", "flushed"),
+            put("x", "flushed"),
+        ],
+        Durability::FsyncWal,
+    )
+    .expect("write");
+    t.flush().expect("flush");
+    t.mutate(
+        vec![put("b", "logged"), put("q", "logged"), put("y", "logged")],
+        Durability::FsyncWal,
+    )
+    .expect("write");
+}
+
+#[test]
+fn disabling_and_enabling_a_table_of_regions_is_crash_atomic() {
+    sweep(
+        "disable regions",
+        |s| split_table_with_rows(s, "t"),
+        |s| s.disable_table("t"),
+        |_, _| {},
+    );
+    sweep(
+        "enable regions",
+        |s| {
+            split_table_with_rows(s, "t");
+            s.disable_table("t").expect("disable");
+        },
+        |s| s.enable_table("t"),
         |_, _| {},
     );
 }
