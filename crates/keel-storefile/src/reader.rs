@@ -15,6 +15,8 @@ use crate::error::{Result, corrupt, io};
 use crate::format::{BLOCK_HEADER_LEN, BlockKind, MAX_BLOCK_LEN, TRAILER_LEN, Trailer, open_block};
 use crate::index::{IndexBlock, IndexEntry};
 use crate::info::FileInfo;
+use crate::merge::KeyValueScanner;
+use crate::range::{RangeScanner, RowRange};
 use crate::scanner::StoreFileScanner;
 use crate::source::{BlockKey, BlockSource};
 
@@ -49,6 +51,9 @@ pub struct StoreFileReader {
     row_bloom: Option<Bloom>,
     delete_bloom: Option<Bloom>,
     counters: Counters,
+    /// The rows this reader shows (a split's reference to half of its parent's file); `None`:
+    /// all of them.
+    range: Option<RowRange>,
 }
 
 impl StoreFileReader {
@@ -103,6 +108,7 @@ impl StoreFileReader {
             row_bloom: None,
             delete_bloom: None,
             counters: Counters::default(),
+            range: None,
         };
         let load = |offset: u64| -> Result<Option<Bloom>> {
             if offset == 0 {
@@ -116,6 +122,85 @@ impl StoreFileReader {
         reader.row_bloom = row_bloom;
         reader.delete_bloom = delete_bloom;
         Ok(reader)
+    }
+
+    /// The same reader showing only the rows of `range` (HBase's half-file reader over a
+    /// reference): its scanners ([`StoreFileReader::range_scanner`]), gets and row checks see
+    /// nothing outside it. [`StoreFileReader::info`] still describes the whole file.
+    pub fn with_range(mut self, range: RowRange) -> StoreFileReader {
+        self.range = Some(range);
+        self
+    }
+
+    /// The rows this reader shows, if it shows only some.
+    pub fn range(&self) -> Option<&RowRange> {
+        self.range.as_ref()
+    }
+
+    /// A scanner over the rows this reader shows, holding the reader (see
+    /// [`StoreFileReader::shared_scanner`]): the whole file, or its range.
+    pub fn range_scanner(self: &std::sync::Arc<Self>) -> Box<dyn KeyValueScanner> {
+        let scanner = self.shared_scanner();
+        match &self.range {
+            None => Box::new(scanner),
+            Some(range) => Box::new(RangeScanner::new(scanner, range.clone())),
+        }
+    }
+
+    /// A row near the middle of the rows this reader shows, for splitting a region: the
+    /// first row of the middle index entry (HBase's mid-key), or of the middle cell when the
+    /// file is one block. `None` when that row would be the first shown (nothing to split off).
+    pub fn mid_row(&self) -> Result<Option<Bytes>> {
+        let path = self.path_ref();
+        let in_range = |row: &Bytes| self.range.as_ref().is_none_or(|r| r.contains(row));
+        let mut candidate = None;
+        if self.root.len() >= 2 && self.trailer.index_levels == 1 {
+            let row = self
+                .root
+                .entry(path, self.root.len() / 2)?
+                .key
+                .row()
+                .clone();
+            if in_range(&row) {
+                candidate = Some(row);
+            }
+        }
+        if candidate.is_none() {
+            candidate = self.walk_to_middle()?;
+        }
+        let first = self.first_shown_row()?;
+        Ok(candidate.filter(|row| Some(row) != first.as_ref()))
+    }
+
+    /// A borrowed scanner over the rows this reader shows.
+    fn shown_scanner(&self) -> Box<dyn KeyValueScanner + '_> {
+        let scanner = self.scanner();
+        match &self.range {
+            None => Box::new(scanner),
+            Some(range) => Box::new(RangeScanner::new(scanner, range.clone())),
+        }
+    }
+
+    fn first_shown_row(&self) -> Result<Option<Bytes>> {
+        let mut s = self.shown_scanner();
+        s.seek(&CellKey::first_on_row(Bytes::new()))?;
+        Ok(s.peek().map(|c| c.row().clone()))
+    }
+
+    /// The row of the middle shown cell (one pass to count, one to walk: splits are rare).
+    fn walk_to_middle(&self) -> Result<Option<Bytes>> {
+        let mut s = self.shown_scanner();
+        s.seek(&CellKey::first_on_row(Bytes::new()))?;
+        let mut count = 0u64;
+        while s.next()?.is_some() {
+            count += 1;
+        }
+        let mut s = self.shown_scanner();
+        s.seek(&CellKey::first_on_row(Bytes::new()))?;
+        for _ in 0..count / 2 {
+            s.next()?;
+        }
+        Ok(s.peek().map(|c| c.row().clone()))
     }
 
     /// The file's path.
@@ -145,6 +230,9 @@ impl StoreFileReader {
     /// False if the file certainly holds no cell of `row` (row bloom, or key range).
     pub fn may_contain_row(&self, row: &[u8]) -> bool {
         if row < &self.info.first_key.row()[..] || row > &self.info.last_key.row()[..] {
+            return false;
+        }
+        if self.range.as_ref().is_some_and(|r| !r.contains(row)) {
             return false;
         }
         match (&self.row_bloom, self.info.bloom_type) {

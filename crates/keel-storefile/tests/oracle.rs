@@ -12,8 +12,8 @@ use bytes::Bytes;
 use keel_cell::{Cell, CellKey};
 use keel_fs::{FileSystem, StdFs};
 use keel_storefile::{
-    BloomType, Compression, DirectSource, Encoding, KeyValueScanner, MergeScanner, StoreFileReader,
-    StoreFileWriter, VecScanner, WriterOptions,
+    BloomType, Compression, DirectSource, Encoding, KeyValueScanner, MergeScanner, RowRange,
+    StoreFileReader, StoreFileWriter, VecScanner, WriterOptions,
 };
 use proptest::prelude::*;
 
@@ -103,6 +103,59 @@ fn seek_key_strategy() -> impl Strategy<Value = CellKey> {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A reader restricted to a row range (a split's reference) shows exactly the cells of
+    /// those rows: by a full scan, a seek to every key, a walk backwards, gets and row checks;
+    /// and its mid row splits what it shows.
+    #[test]
+    fn a_ranged_reader_shows_exactly_its_rows(
+        cells in prop::collection::vec(cell_strategy(), 1..300),
+        options in options_strategy(),
+        bounds in (prop::collection::vec(prop::sample::select(vec![b'a', b'b', 0u8, 0xFF]), 0..3),
+                   prop::collection::vec(prop::sample::select(vec![b'a', b'b', 0u8, 0xFF]), 0..3)),
+        seeks in prop::collection::vec(seek_key_strategy(), 0..8),
+    ) {
+        let cells = sorted(cells);
+        let dir = tempfile::tempdir().expect("test setup");
+        let (mut start, mut end) = (Bytes::from(bounds.0), Bytes::from(bounds.1));
+        if !end.is_empty() && end < start {
+            std::mem::swap(&mut start, &mut end);
+        }
+        let range = RowRange { start, end };
+        let reader = Arc::new(write(dir.path(), "f", &cells, options).with_range(range.clone()));
+        let shown: Vec<Cell> = cells.iter().filter(|c| range.contains(c.row())).cloned().collect();
+        let mut s = reader.range_scanner();
+        s.seek(&CellKey::first_on_row(Bytes::new())).expect("seek");
+        let mut scanned = Vec::new();
+        while let Some(c) = s.next().expect("next") {
+            scanned.push(c);
+        }
+        prop_assert_eq!(&scanned, &shown);
+        for key in &seeks {
+            let mut s = reader.range_scanner();
+            s.seek(key).expect("seek");
+            prop_assert_eq!(s.peek(), shown.iter().find(|c| c.key() >= key));
+        }
+        let rows: BTreeSet<Bytes> = shown.iter().map(|c| c.row().clone()).collect();
+        let mut s = reader.range_scanner();
+        s.seek_before_row(None).expect("seek");
+        let mut walked = Vec::new();
+        while let Some(c) = s.peek() {
+            let row = c.row().clone();
+            walked.push(row.clone());
+            s.seek_before_row(Some(&row)).expect("seek");
+        }
+        prop_assert_eq!(walked, rows.iter().rev().cloned().collect::<Vec<_>>());
+        for cell in &cells {
+            let row = cell.row();
+            let want: Vec<Cell> = shown.iter().filter(|c| c.row() == row).cloned().collect();
+            prop_assert_eq!(reader.get(row).expect("get"), want);
+        }
+        if let Some(mid) = reader.mid_row().expect("mid") {
+            prop_assert!(range.contains(&mid), "{:?} outside {:?}", mid, range);
+            prop_assert!(rows.iter().any(|r| r < &mid), "nothing before the mid row");
+        }
+    }
 
     #[test]
     fn reads_match_the_oracle(
