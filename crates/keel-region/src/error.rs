@@ -69,6 +69,16 @@ pub enum RegionError {
     /// A table needs at least one column family.
     #[error("table {0} needs at least one column family")]
     NoFamilies(String),
+    /// A split or merge that cannot be done (as asked, or yet).
+    #[error("table {table}, region {region}: cannot split or merge: {why}")]
+    SplitRefused {
+        /// The table.
+        table: String,
+        /// The region.
+        region: u64,
+        /// Why not.
+        why: String,
+    },
     /// Split keys a table cannot be created with.
     #[error("table {table}: bad split keys: {why}")]
     BadSplitKeys {

@@ -3,9 +3,12 @@
 //! leaves either the old list or the new one; store files not listed are leftovers of a flush
 //! that never committed and are ignored.
 //!
-//! Text, one item per line: `keel-region-manifest 1`, `flushed <seq>`, `next <file number>`,
-//! `major <unix ms>` (when the last major compaction finished; absent in older manifests),
-//! `file <family hex> <file name>` per file, then `crc <crc32 hex>` of everything before it.
+//! Text, one item per line: `keel-region-manifest 2`, `flushed <seq>`, `next <file number>`,
+//! `major <unix ms>` (when the last major compaction finished), `file <family hex> <file name>`
+//! per file of its own, `ref <family hex> <parent region id> <file name> <start hex or ->
+//! <end hex or ->` per file of a parent region it reads the rows `[start, end)` of (what a
+//! split or a merge leaves until a compaction rewrites them), then `crc <crc32 hex>` of
+//! everything before it. Version 1 (no references) is refused at open, naming it.
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +18,34 @@ use keel_fs::FileSystem;
 use crate::checked_file;
 use crate::error::RegionError;
 
-const HEADER: &str = "keel-region-manifest 1";
+const HEADER: &str = "keel-region-manifest 2";
+const OLDER: &[&str] = &["keel-region-manifest 1"];
+
+/// A reference to a parent region's store file: the rows `[start, end)` of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileRef {
+    pub(crate) family: Bytes,
+    pub(crate) parent: u64,
+    pub(crate) name: String,
+    pub(crate) start: Bytes,
+    pub(crate) end: Bytes,
+}
+
+impl FileRef {
+    /// The referred file's path, given the referring region's directory (its parent is a
+    /// sibling in `data/`).
+    pub(crate) fn path(&self, region_dir: &Path) -> PathBuf {
+        let data = region_dir.parent().unwrap_or(region_dir);
+        data.join(region_dir_name(self.parent))
+            .join(hex(&self.family))
+            .join(&self.name)
+    }
+}
+
+/// `data/<this>`: a region's directory name, its id in 20 digits.
+pub(crate) fn region_dir_name(id: u64) -> String {
+    format!("{id:020}")
+}
 
 /// The committed state of a region's store files.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -28,6 +58,8 @@ pub(crate) struct Manifest {
     pub(crate) last_major_ms: i64,
     /// (family, file name) of every committed store file, oldest first.
     pub(crate) files: Vec<(Bytes, String)>,
+    /// Parent regions' files this region reads part of (older than its own files).
+    pub(crate) refs: Vec<FileRef>,
 }
 
 pub(crate) fn path(dir: &Path) -> PathBuf {
@@ -36,7 +68,7 @@ pub(crate) fn path(dir: &Path) -> PathBuf {
 
 impl Manifest {
     pub(crate) fn load(fs: &dyn FileSystem, dir: &Path) -> Result<Manifest, RegionError> {
-        let Some(lines) = checked_file::load(fs, dir, "MANIFEST", HEADER, &[])? else {
+        let Some(lines) = checked_file::load(fs, dir, "MANIFEST", HEADER, OLDER)? else {
             return Ok(Manifest::default());
         };
         let path = path(dir);
@@ -50,9 +82,27 @@ impl Manifest {
                 ["major", n] => manifest.last_major_ms = n.parse().map_err(|_| corrupt(line))?,
                 ["file", family, name] => {
                     let family = unhex(family).ok_or_else(|| corrupt(line))?;
+                    check_file_name(name).ok_or_else(|| corrupt(line))?;
                     manifest
                         .files
                         .push((Bytes::from(family), (*name).to_string()));
+                }
+                ["ref", family, parent, name, start, end] => {
+                    let key = |text: &str| -> Option<Bytes> {
+                        if text == "-" {
+                            Some(Bytes::new())
+                        } else {
+                            unhex(text).map(Bytes::from)
+                        }
+                    };
+                    check_file_name(name).ok_or_else(|| corrupt(line))?;
+                    manifest.refs.push(FileRef {
+                        family: Bytes::from(unhex(family).ok_or_else(|| corrupt(line))?),
+                        parent: parent.parse().map_err(|_| corrupt(line))?,
+                        name: (*name).to_string(),
+                        start: key(start).ok_or_else(|| corrupt(line))?,
+                        end: key(end).ok_or_else(|| corrupt(line))?,
+                    });
                 }
                 _ => return Err(corrupt(line)),
             }
@@ -65,11 +115,35 @@ impl Manifest {
             "flushed {}\nnext {}\nmajor {}\n",
             self.flushed, self.next_file, self.last_major_ms
         );
+        let key = |k: &Bytes| {
+            if k.is_empty() {
+                "-".to_string()
+            } else {
+                hex(k)
+            }
+        };
+        for r in &self.refs {
+            body.push_str(&format!(
+                "ref {} {} {} {} {}\n",
+                hex(&r.family),
+                r.parent,
+                r.name,
+                key(&r.start),
+                key(&r.end)
+            ));
+        }
         for (family, name) in &self.files {
             body.push_str(&format!("file {} {name}\n", hex(family)));
         }
         checked_file::store(fs, dir, "MANIFEST", HEADER, &body)
     }
+}
+
+/// A store file's name as the region writes them (digits and `.ksf`): nothing else may come
+/// from a manifest, so a damaged one cannot name a path outside its family's directory.
+fn check_file_name(name: &str) -> Option<()> {
+    let stem = name.strip_suffix(".ksf")?;
+    (!stem.is_empty() && stem.bytes().all(|b| b.is_ascii_digit())).then_some(())
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
@@ -113,6 +187,13 @@ mod tests {
                     "00000000000000000002.ksf".to_string(),
                 ),
             ],
+            refs: vec![FileRef {
+                family: Bytes::from_static(b"f"),
+                parent: 3,
+                name: "00000000000000000009.ksf".to_string(),
+                start: Bytes::from_static(b"m"),
+                end: Bytes::new(),
+            }],
         };
         manifest.store(&fs, dir.path()).unwrap();
         assert_eq!(Manifest::load(&fs, dir.path()).unwrap(), manifest);

@@ -182,7 +182,7 @@ fn the_flusher_flushes_a_region_past_its_flush_size() {
     // The flushers keep at it until every memstore is back under the flush size.
     let settled =
         |r: &keel_region::Region| r.store_file_count() > 0 && r.memstore_size() < 64 * 1024;
-    while !settled(t.region()) || !settled(other.region()) {
+    while !settled(&t.region()) || !settled(&other.region()) {
         assert!(
             std::time::Instant::now() < deadline,
             "no background flush brought the memstores under the flush size"

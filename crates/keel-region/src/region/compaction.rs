@@ -13,7 +13,7 @@ use bytes::Bytes;
 use keel_cell::{CellKey, CellType};
 use keel_storefile::{KeyValueScanner, MergeScanner, StoreFileReader, StoreFileWriter};
 
-use super::{FILE_IDS, Region, Store, file_name_of, now_ms};
+use super::{FILE_IDS, Region, Store, now_ms};
 use crate::compaction_policy::CompactionPolicy;
 use crate::error::RegionError;
 use crate::limits::{CompactionThroughput, Throttle};
@@ -98,10 +98,8 @@ impl Region {
             let mut options = store.files_options.clone();
             options.major_compaction = all_files;
             let mut writer = StoreFileWriter::create(Arc::clone(&self.fs), &path, options)?;
-            let sources: Vec<Box<dyn KeyValueScanner>> = chosen
-                .iter()
-                .map(|f| Box::new(f.shared_scanner()) as Box<dyn KeyValueScanner>)
-                .collect();
+            let sources: Vec<Box<dyn KeyValueScanner>> =
+                chosen.iter().map(StoreFileReader::range_scanner).collect();
             let mut merge = MergeScanner::new(sources, &CellKey::first_on_row(Bytes::new()))?;
             let mut keep = all_files.then(|| {
                 let query = ReadQuery {
@@ -174,17 +172,24 @@ impl Region {
         new_file: Option<(String, PathBuf)>,
     ) -> Result<u64, RegionError> {
         let chosen = &files[window.clone()];
-        let old_names: Vec<String> = chosen.iter().map(|f| file_name_of(f.path())).collect();
+        let old_paths: Vec<&std::path::Path> = chosen.iter().map(|f| f.path()).collect();
         {
             let mut manifest = self.manifest.lock();
             let mut next = manifest.clone();
+            let own = |family: &Bytes, file: &String| {
+                family == name && old_paths.contains(&store.dir.join(file).as_path())
+            };
             let position = next
                 .files
                 .iter()
-                .position(|(family, file)| family == name && old_names.contains(file))
+                .position(|(family, file)| own(family, file))
                 .unwrap_or(next.files.len());
-            next.files
-                .retain(|(family, file)| !(family == name && old_names.contains(file)));
+            next.files.retain(|(family, file)| !own(family, file));
+            // References compacted away are dropped from the manifest; the parent's file stays
+            // for the janitor (another region may still read it).
+            next.refs.retain(|r| {
+                !(r.family == name && old_paths.contains(&r.path(&self.dir).as_path()))
+            });
             if let Some((file_name, _)) = &new_file {
                 next.files.insert(
                     position.min(next.files.len()),
@@ -206,9 +211,10 @@ impl Region {
         };
         let written = replacement.first().map_or(0, |f| f.info().file_len);
         store.files.write().splice(window, replacement);
-        for old in chosen {
+        for old in chosen.iter().filter(|f| f.range().is_none()) {
             // Committed without them; open readers keep their handles. A failed removal
-            // leaves an unlisted file, which the next open removes.
+            // leaves an unlisted file, which the next open removes. (A reference's file is
+            // its parent's, not this region's to remove.)
             let _ = self.fs.remove(old.path());
         }
         Ok(written)

@@ -29,6 +29,7 @@ mod open;
 mod read;
 mod rmw;
 mod sources;
+mod split;
 mod write;
 
 use sources::{CachedSource, MemSource, TracedDirect};
@@ -36,6 +37,7 @@ use sources::{CachedSource, MemSource, TracedDirect};
 pub use compaction::CompactionOutcome;
 use counters::Counters;
 pub use counters::RegionStats;
+pub(crate) use split::merged_manifest;
 
 /// One column family's settings.
 #[derive(Debug, Clone, PartialEq)]

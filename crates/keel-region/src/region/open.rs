@@ -116,6 +116,25 @@ impl Region {
         remove_unlisted_files(&*fs, &manifest, &stores);
         let counters = Counters::default();
         let mut max_seq = manifest.flushed;
+        // A parent region's files first: they are older than any file of the region's own.
+        for reference in &manifest.refs {
+            let Some(store) = stores.get(&reference.family) else {
+                counters.skipped_files.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            let reader = StoreFileReader::open(
+                &*fs,
+                &reference.path(dir),
+                FILE_IDS.fetch_add(1, Ordering::Relaxed),
+                Arc::clone(&store.source),
+            )?
+            .with_range(keel_storefile::RowRange {
+                start: reference.start.clone(),
+                end: reference.end.clone(),
+            });
+            max_seq = max_seq.max(reader.info().max_sequence_id);
+            store.files.write().push(Arc::new(reader));
+        }
         for (family, name) in &manifest.files {
             let Some(store) = stores.get(family) else {
                 // A family the table no longer has: its files are left where they are.

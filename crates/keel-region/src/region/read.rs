@@ -60,10 +60,8 @@ impl Region {
                 .memstore
                 .scanner(first.clone()..=last.clone(), read_point);
             drop(listed);
-            let mut sources: Vec<Box<dyn KeyValueScanner + '_>> = files
-                .iter()
-                .map(|f| Box::new(f.scanner()) as Box<dyn KeyValueScanner>)
-                .collect();
+            let mut sources: Vec<Box<dyn KeyValueScanner + '_>> =
+                files.iter().map(StoreFileReader::range_scanner).collect();
             sources.push(Box::new(MemSource(memstore)));
             let mut merge = MergeScanner::new(sources, &first)?;
             let mut skip = crate::scanner::ColumnSkip::default();
@@ -149,7 +147,7 @@ impl Region {
             // Under the file-list lock, as in `get`.
             let listed = store.files.read();
             for file in listed.iter().filter(|f| may_hold_range(f, &query)) {
-                sources.push(Box::new(file.shared_scanner()));
+                sources.push(file.range_scanner());
             }
             // A reversed scan moves back from its end, so its memstore scanner is unbounded.
             let memstore = if scan.reversed {

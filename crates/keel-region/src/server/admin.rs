@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use keel_fs::FileSystem;
 
-use super::{Hosted, RegionServer, Serving, Table, region_id_of};
+use super::{Hosted, LiveRegions, RegionServer, Serving, State, Table, region_id_of};
 use crate::catalog::{Catalog, RegionEntry, TableEntry};
 use crate::error::{RegionError, io};
 use crate::names::{TableName, check_family_name};
@@ -40,22 +40,12 @@ pub struct TableOptions {
     pub split_keys: Vec<bytes::Bytes>,
 }
 
-impl RegionServer {
-    /// Creates an enabled table with `families` and HBase's table defaults; see
-    /// [`RegionServer::create_table_with`].
-    pub fn create_table(
-        &self,
-        name: &str,
-        families: Vec<FamilyOptions>,
-    ) -> Result<Table, RegionError> {
-        self.create_table_with(name, families, TableOptions::default())
-    }
-
+impl State {
     /// Creates an enabled table. Its name must follow HBase's rules ([`crate::names`]), and
     /// so must every family's; at least one family, at most
     /// [`super::ServerOptions::max_families_per_table`], none named twice. The table is in the
     /// catalog, durably, before it is served.
-    pub fn create_table_with(
+    pub(crate) fn create_table_with(
         &self,
         name: &str,
         families: Vec<FamilyOptions>,
@@ -108,7 +98,7 @@ impl RegionServer {
                 remove_tree(&*self.fs, &dir).map_err(|e| io("remove leftover", &dir, e))?;
             }
         }
-        let discard = |server: &RegionServer| {
+        let discard = |server: &State| {
             for id in entry.region_ids() {
                 let _ = server.wal.close_region(id);
                 server.discard_region_dir(id);
@@ -127,16 +117,17 @@ impl RegionServer {
             return Err(e);
         }
         *catalog = next;
+        let live = LiveRegions::new(regions);
         self.tables.write().insert(
             entry.name.clone(),
             Hosted {
                 entry,
-                serving: Serving::Open(Arc::clone(&regions)),
+                serving: Serving::Open(Arc::clone(&live)),
             },
         );
         Ok(Table {
             name: name.to_string(),
-            regions,
+            live,
         })
     }
 
@@ -173,11 +164,11 @@ impl RegionServer {
     /// closes first: new writes are refused, writes in flight finish, everything is flushed, and
     /// the WAL lets go of its edits. A table whose region failed to open is simply marked
     /// disabled (its unflushed edits stay in the WAL for when it opens again).
-    pub fn disable_table(&self, name: &str) -> Result<(), RegionError> {
+    pub(crate) fn disable_table(&self, name: &str) -> Result<(), RegionError> {
         let mut catalog = self.catalog.lock();
         let regions: Vec<Arc<crate::region::Region>> = match &self.hosted(name)?.serving {
             Serving::Disabled => return Ok(()),
-            Serving::Open(regions) => regions.all().cloned().collect(),
+            Serving::Open(live) => live.get().all().cloned().collect(),
             Serving::FailedOpen(_) => Vec::new(),
         };
         for (i, region) in regions.iter().enumerate() {
@@ -204,7 +195,7 @@ impl RegionServer {
     /// Serves a disabled table again (or retries a table whose regions failed to open);
     /// persisted. The regions open, replaying what the WAL holds for them, before the catalog
     /// says enabled.
-    pub fn enable_table(&self, name: &str) -> Result<(), RegionError> {
+    pub(crate) fn enable_table(&self, name: &str) -> Result<(), RegionError> {
         let mut catalog = self.catalog.lock();
         let entry = {
             let hosted = self.hosted(name)?;
@@ -223,7 +214,7 @@ impl RegionServer {
         }
         if let Some(hosted) = self.tables.write().get_mut(name) {
             hosted.entry.enabled = true;
-            hosted.serving = Serving::Open(regions);
+            hosted.serving = Serving::Open(LiveRegions::new(regions));
         }
         Ok(())
     }
@@ -231,7 +222,7 @@ impl RegionServer {
     /// Deletes a disabled table and its files. The catalog forgets it first; then its regions'
     /// directories are removed (and the removals synced). A removal that fails leaves a
     /// directory the next open removes.
-    pub fn delete_table(&self, name: &str) -> Result<(), RegionError> {
+    pub(crate) fn delete_table(&self, name: &str) -> Result<(), RegionError> {
         let mut catalog = self.catalog.lock();
         let region_ids: Vec<u64> = {
             let hosted = self.hosted(name)?;
@@ -259,7 +250,7 @@ impl RegionServer {
     /// Sets a table's durability (HBase's table `DURABILITY`), persisted in the catalog and in
     /// force for its next write. An override in [`super::ServerOptions::table_durability`]
     /// still wins while the server runs with it.
-    pub fn set_table_durability(
+    pub(crate) fn set_table_durability(
         &self,
         name: &str,
         durability: Durability,
@@ -292,7 +283,7 @@ impl RegionServer {
         Ok(HostedView {
             entry: hosted.entry.clone(),
             serving: match &hosted.serving {
-                Serving::Open(regions) => Serving::Open(Arc::clone(regions)),
+                Serving::Open(live) => Serving::Open(Arc::clone(live)),
                 Serving::Disabled => Serving::Disabled,
                 Serving::FailedOpen(reason) => Serving::FailedOpen(reason.clone()),
             },
@@ -301,7 +292,7 @@ impl RegionServer {
 
     /// Removes a region's directory and syncs its removal; a failure is logged and left to the
     /// next open's orphan cleanup.
-    fn discard_region_dir(&self, region_id: u64) {
+    pub(crate) fn discard_region_dir(&self, region_id: u64) {
         let dir = self.region_dir(region_id);
         let data = self.dir.join("data");
         let removed = remove_tree(&*self.fs, &dir).and_then(|()| self.fs.sync_dir(&data));
@@ -311,18 +302,28 @@ impl RegionServer {
         }
     }
 
-    /// Removes every region directory in `data/` that the catalog does not name: what a
-    /// create or delete interrupted by a crash left. Anything else there is left alone.
-    pub(super) fn remove_orphans(&self, catalog: &Catalog) {
+    /// Removes every region directory in `data/` that the catalog does not name and no named
+    /// region refers to: what a create, delete, split or merge interrupted by a crash left, and
+    /// the closed regions of a split or merge once their successors' compactions have rewritten
+    /// every reference (HBase's `CatalogJanitor`). Anything else there is left alone.
+    pub(crate) fn remove_orphans(&self, catalog: &Catalog) {
         let data = self.dir.join("data");
         let Ok(entries) = self.fs.list(&data) else {
             return;
         };
-        let named: HashSet<u64> = catalog
+        let mut named: HashSet<u64> = catalog
             .tables
             .iter()
             .flat_map(TableEntry::region_ids)
             .collect();
+        // Files a named region still reads keep their region's directory (its manifest, as
+        // committed, says which).
+        let referenced: Vec<u64> = named
+            .iter()
+            .filter_map(|&id| crate::manifest::Manifest::load(&*self.fs, &self.region_dir(id)).ok())
+            .flat_map(|m| m.refs.into_iter().map(|r| r.parent))
+            .collect();
+        named.extend(referenced);
         for path in entries {
             let name = path
                 .file_name()
@@ -346,6 +347,67 @@ impl RegionServer {
 struct HostedView {
     entry: TableEntry,
     serving: Serving,
+}
+
+impl RegionServer {
+    /// Creates an enabled table with `families` and HBase's table defaults; see
+    /// [`RegionServer::create_table_with`].
+    pub fn create_table(
+        &self,
+        name: &str,
+        families: Vec<FamilyOptions>,
+    ) -> Result<Table, RegionError> {
+        self.state
+            .create_table_with(name, families, TableOptions::default())
+    }
+
+    /// Creates an enabled table. Its name must follow HBase's rules ([`crate::names`]), and
+    /// so must every family's; at least one family, at most
+    /// [`super::ServerOptions::max_families_per_table`], none named twice. The table is in the
+    /// catalog, durably, before it is served. With split keys ([`TableOptions::split_keys`],
+    /// or [`super::ServerOptions::table_split_keys`] for its name) it starts as several
+    /// regions.
+    pub fn create_table_with(
+        &self,
+        name: &str,
+        families: Vec<FamilyOptions>,
+        options: TableOptions,
+    ) -> Result<Table, RegionError> {
+        self.state.create_table_with(name, families, options)
+    }
+
+    /// Stops serving a table (HBase requires this before deleting it); persisted. Its regions
+    /// close first: new writes are refused, writes in flight finish, everything is flushed, and
+    /// the WAL lets go of their edits. A table whose regions failed to open is simply marked
+    /// disabled (its unflushed edits stay in the WAL for when it opens again).
+    pub fn disable_table(&self, name: &str) -> Result<(), RegionError> {
+        self.state.disable_table(name)
+    }
+
+    /// Serves a disabled table again (or retries a table whose regions failed to open);
+    /// persisted. The regions open, replaying what the WAL holds for them, before the catalog
+    /// says enabled.
+    pub fn enable_table(&self, name: &str) -> Result<(), RegionError> {
+        self.state.enable_table(name)
+    }
+
+    /// Deletes a disabled table and its files. The catalog forgets it first; then its regions'
+    /// directories are removed (and the removals synced). A removal that fails leaves a
+    /// directory the next open removes.
+    pub fn delete_table(&self, name: &str) -> Result<(), RegionError> {
+        self.state.delete_table(name)
+    }
+
+    /// Sets a table's durability (HBase's table `DURABILITY`), persisted in the catalog and in
+    /// force for its next write. An override in [`super::ServerOptions::table_durability`]
+    /// still wins while the server runs with it.
+    pub fn set_table_durability(
+        &self,
+        name: &str,
+        durability: Durability,
+    ) -> Result<(), RegionError> {
+        self.state.set_table_durability(name, durability)
+    }
 }
 
 /// Split keys must be non-empty, distinct and in order (HBase's `createTable` checks the same).
@@ -394,7 +456,7 @@ fn commit_enabled(
 
 /// Removes `dir` and everything under it. Only ever given a region directory, whose path the
 /// server built from an id.
-fn remove_tree(fs: &dyn FileSystem, dir: &Path) -> std::io::Result<()> {
+pub(super) fn remove_tree(fs: &dyn FileSystem, dir: &Path) -> std::io::Result<()> {
     for entry in fs.list(dir)? {
         if fs.remove(&entry).is_err() {
             // A directory (a family's); a file that cannot be removed fails the listing below.

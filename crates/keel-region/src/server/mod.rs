@@ -32,13 +32,14 @@ use crate::trace::event;
 mod admin;
 mod housekeeping;
 mod options;
+mod split;
 mod table;
 
 pub use admin::TableOptions;
 use housekeeping::Housekeeping;
 use keel_blockcache::{BucketCache, CacheStats};
 pub use options::{BlockCacheKind, ServerOptions, ServerStats};
-pub(crate) use table::TableRegions;
+pub(crate) use table::{LiveRegions, TableRegions};
 pub use table::{RegionInfo, Table, TableScanner};
 
 /// What a table is doing.
@@ -59,7 +60,7 @@ pub enum TableState {
 
 /// A table's region, as served now.
 pub(crate) enum Serving {
-    Open(Arc<TableRegions>),
+    Open(Arc<LiveRegions>),
     Disabled,
     FailedOpen(String),
 }
@@ -73,7 +74,7 @@ impl Hosted {
     /// The table's regions, when it is open.
     pub(crate) fn regions(&self) -> Vec<Arc<Region>> {
         match &self.serving {
-            Serving::Open(regions) => regions.all().cloned().collect(),
+            Serving::Open(live) => live.get().all().cloned().collect(),
             _ => Vec::new(),
         }
     }
@@ -84,13 +85,22 @@ pub(crate) type Tables = Arc<RwLock<BTreeMap<String, Hosted>>>;
 
 /// An embedded store serving tables from one directory.
 pub struct RegionServer {
+    state: Arc<State>,
+    /// The block cache as a bucket cache, when it is one.
+    bucket: Option<Arc<BucketCache>>,
+    housekeeping: Mutex<Option<Housekeeping>>,
+    /// This store's identity (HBase's cluster id), made once when the store is created.
+    cluster_id: String,
+}
+
+/// What the server's table operations work on, shared with its background threads (which
+/// split regions too).
+pub(crate) struct State {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     options: ServerOptions,
     wal: Arc<Wal>,
     reads: BlockReads,
-    /// The block cache as a bucket cache, when it is one.
-    bucket: Option<Arc<BucketCache>>,
     /// Held only to look a table up or to swap its entry: never across I/O.
     tables: Tables,
     /// The catalog as committed. Every table operation holds it from start to end, which makes
@@ -99,9 +109,6 @@ pub struct RegionServer {
     account: Arc<MemoryAccount>,
     /// The MSLAB chunks every region's memstores share.
     chunks: Arc<keel_memstore::ChunkPool>,
-    housekeeping: Mutex<Option<Housekeeping>>,
-    /// This store's identity (HBase's cluster id), made once when the store is created.
-    cluster_id: String,
 }
 
 /// The store's id in `dir/cluster.id`, created (random, 128 bits) the first time.
@@ -142,7 +149,7 @@ fn load_or_create_cluster_id(fs: &dyn FileSystem, dir: &Path) -> Result<String, 
 impl std::fmt::Debug for RegionServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RegionServer")
-            .field("dir", &self.dir)
+            .field("dir", &self.state.dir)
             .field("tables", &self.list_tables())
             .finish_non_exhaustive()
     }
@@ -198,37 +205,323 @@ impl RegionServer {
             chunk_size,
             usize::try_from(options.chunk_pool_bytes() / chunk_size as u64).unwrap_or(usize::MAX),
         ));
-        let server = RegionServer {
+        let state = Arc::new(State {
             fs,
             dir: dir.to_path_buf(),
             options,
             wal,
             reads,
-            bucket,
             tables: Arc::new(RwLock::new(BTreeMap::new())),
             catalog: Mutex::new(catalog.clone()),
             account,
             chunks,
+        });
+        state.remove_orphans(&catalog);
+        state.open_regions(&catalog);
+        state.close_unhosted_regions(&catalog);
+        let server = RegionServer {
+            state: Arc::clone(&state),
+            bucket,
             housekeeping: Mutex::new(None),
             cluster_id,
         };
-        server.remove_orphans(&catalog);
-        server.open_regions(&catalog);
-        server.close_unhosted_regions(&catalog);
         let housekeeping = Housekeeping::start(
-            Arc::downgrade(&server.tables),
-            Arc::downgrade(&server.wal),
-            server.options.clone(),
-            Arc::clone(&server.account),
+            Arc::downgrade(&state.tables),
+            Arc::downgrade(&state.wal),
+            state.options.clone(),
+            Arc::clone(&state.account),
         )
         .map_err(|e| io("start flusher and compaction threads", dir, e))?;
         *server.housekeeping.lock() = Some(housekeeping);
         Ok(server)
     }
 
+    /// Column families a table may have (`ServerOptions::max_families_per_table`).
+    pub fn max_families_per_table(&self) -> usize {
+        self.state.options.max_families_per_table
+    }
+
+    /// Background flushes that failed (the region stays as it was and is tried again).
+    pub fn flush_failures(&self) -> u64 {
+        self.stats().flush_failures
+    }
+
+    /// Starts a new WAL segment before the next write (HBase's `Admin.rollWALWriter`), so the
+    /// current one can be truncated once its regions flush.
+    pub fn roll_wal(&self) {
+        self.state.wal.roll();
+    }
+
+    /// Why the WAL refuses every write (a write or sync of it failed), if it does. The server
+    /// keeps serving reads; writes fail until it restarts.
+    pub fn wal_poisoned(&self) -> Option<String> {
+        self.state.wal.poisoned()
+    }
+
+    /// Tables whose region failed to open, with why.
+    pub fn failed_tables(&self) -> Vec<(String, String)> {
+        self.state
+            .tables
+            .read()
+            .iter()
+            .filter_map(|(name, h)| match &h.serving {
+                Serving::FailedOpen(reason) => Some((name.clone(), reason.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// What a table is doing.
+    pub fn table_state(&self, name: &str) -> Result<TableState, RegionError> {
+        let tables = self.state.tables.read();
+        let hosted = tables
+            .get(name)
+            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))?;
+        Ok(match &hosted.serving {
+            Serving::Open(_) => TableState::Enabled,
+            Serving::Disabled => TableState::Disabled,
+            Serving::FailedOpen(reason) => TableState::FailedOpen {
+                reason: reason.clone(),
+            },
+        })
+    }
+
+    /// What `UseDefault` writes to a table get now (its own durability, an override from
+    /// [`ServerOptions::table_durability`], or the server's default).
+    pub fn table_durability(&self, name: &str) -> Result<Durability, RegionError> {
+        self.state
+            .tables
+            .read()
+            .get(name)
+            .map(|h| self.state.effective_durability(&h.entry))
+            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))
+    }
+
+    /// The server's counters: global memory, pressure flushes, background failures.
+    pub fn stats(&self) -> ServerStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (blocked_writes, blocked_time) = self.state.account.blocked();
+        let mut stats = ServerStats {
+            memstore_bytes: self.state.account.used(),
+            memstore_high: self.state.account.high(),
+            blocked_writes,
+            blocked_time,
+            ..ServerStats::default()
+        };
+        if let Some(h) = &*self.housekeeping.lock() {
+            let c = &h.shared.counters;
+            stats.pressure_flushes = c.pressure_flushes.load(Relaxed);
+            stats.flush_failures = c.flush_failures.load(Relaxed);
+            stats.small_compactions = c.small_compactions.load(Relaxed);
+            stats.large_compactions = c.large_compactions.load(Relaxed);
+            stats.compaction_failures = c.compaction_failures.load(Relaxed);
+            stats.compaction_throttled = h.shared.throttle.slept();
+        }
+        stats.chunk_pool_bytes =
+            self.state.chunks.stats().pooled * self.state.chunks.chunk_size() as u64;
+        stats
+    }
+
+    /// The shared block cache's counters (`None` when reads go straight to files).
+    pub fn block_cache_stats(&self) -> Option<CacheStats> {
+        match &self.state.reads {
+            BlockReads::Direct => None,
+            BlockReads::Cached(cache) => Some(cache.stats()),
+        }
+    }
+
+    /// The shared block cache's id-lock pool counters (HBASE-17747; `None` without a cache): a
+    /// bucket cache's slot locks, taken by every read; an LRU cache's load locks, taken on
+    /// misses.
+    pub fn block_cache_lock_stats(&self) -> Option<keel_blockcache::IdLockStats> {
+        if let Some(bucket) = &self.bucket {
+            return Some(bucket.slot_locks().stats());
+        }
+        match &self.state.reads {
+            BlockReads::Direct => None,
+            BlockReads::Cached(cache) => Some(cache.id_locks().stats()),
+        }
+    }
+
+    /// The block cache's capacity in bytes (0: reads go straight to files).
+    pub fn block_cache_capacity(&self) -> u64 {
+        match &self.state.reads {
+            BlockReads::Direct => 0,
+            BlockReads::Cached(_) => self.state.options.block_cache_bytes,
+        }
+    }
+
+    /// The shared WAL's counters and histograms.
+    pub fn wal_stats(&self) -> keel_wal::WalStats {
+        self.state.wal.stats()
+    }
+
+    /// WAL segments closed and not yet removed (the open one is not counted).
+    pub fn wal_closed_segments(&self) -> usize {
+        self.state.wal.closed_segments()
+    }
+
+    /// Queues a compaction of `table` on the background pools, as HBase's `Admin.compact` and
+    /// `majorCompact` do: it runs throttled, off the caller's thread. (`Table::compact` and
+    /// `Table::major_compact` run one at once instead.)
+    pub fn request_compaction(&self, table: &str, major: bool) -> Result<(), RegionError> {
+        let table = self.table(table)?;
+        if let Some(housekeeping) = &*self.housekeeping.lock() {
+            for region in table.regions().iter() {
+                housekeeping.shared.request_compaction(region, major);
+            }
+        }
+        Ok(())
+    }
+
+    /// Splits region `region_id` of `table` at `at`, or at its split point (HBase's
+    /// `Admin.splitRegion`): crash-safe, with the catalog as the commit point (see
+    /// [`crate::RegionServer`]'s module docs on regions). The daughters refer to the parent's
+    /// files and are compacted in the background to rewrite them. Returns the daughters.
+    pub fn split_region(
+        &self,
+        table: &str,
+        region_id: u64,
+        at: Option<bytes::Bytes>,
+    ) -> Result<[RegionInfo; 2], RegionError> {
+        let daughters = self.state.split_region(table, region_id, at)?;
+        self.compact_new_regions(table, &daughters.iter().map(|d| d.id).collect::<Vec<_>>());
+        Ok(daughters)
+    }
+
+    /// Merges two adjacent regions of `table` into one (HBase's `Admin.mergeRegions`), as
+    /// crash-safe as a split. Returns the merged region.
+    pub fn merge_regions(&self, table: &str, a: u64, b: u64) -> Result<RegionInfo, RegionError> {
+        let merged = self.state.merge_regions(table, a, b)?;
+        self.compact_new_regions(table, &[merged.id]);
+        Ok(merged)
+    }
+
+    /// Queues major compactions of new regions: they rewrite the references to their parents'
+    /// files, after which the parents' directories can go.
+    fn compact_new_regions(&self, table: &str, ids: &[u64]) {
+        if !self.state.options.compact_split_regions {
+            return;
+        }
+        let Ok(t) = self.table(table) else { return };
+        if let Some(housekeeping) = &*self.housekeeping.lock() {
+            for region in t.regions().iter().filter(|r| ids.contains(&r.id())) {
+                housekeeping.shared.request_compaction(region, true);
+            }
+        }
+    }
+
+    /// Removes the directories of closed regions nothing refers to any more (the janitor;
+    /// the housekeeping thread runs it too, after compactions that drop references).
+    pub fn remove_unreferenced_regions(&self) {
+        let catalog = self.state.catalog.lock();
+        self.state.remove_orphans(&catalog);
+    }
+
+    /// Queues a compaction of one region of `table` (HBase's `Admin.compactRegion`).
+    pub fn request_region_compaction(
+        &self,
+        table: &str,
+        region_id: u64,
+        major: bool,
+    ) -> Result<(), RegionError> {
+        let table = self.table(table)?;
+        let region = table
+            .regions()
+            .into_iter()
+            .find(|r| r.id() == region_id)
+            .ok_or(RegionError::RegionClosed { region: region_id })?;
+        if let Some(housekeeping) = &*self.housekeeping.lock() {
+            housekeeping.shared.request_compaction(&region, major);
+        }
+        Ok(())
+    }
+
+    /// A table's column families, as created (enabled or not).
+    pub fn table_families(&self, name: &str) -> Result<Vec<FamilyOptions>, RegionError> {
+        self.state
+            .tables
+            .read()
+            .get(name)
+            .map(|h| h.entry.families.clone())
+            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))
+    }
+
+    /// Whether a table is enabled (in the catalog: a table whose region failed to open is).
+    pub fn is_table_enabled(&self, name: &str) -> Result<bool, RegionError> {
+        self.state
+            .tables
+            .read()
+            .get(name)
+            .map(|h| h.entry.enabled)
+            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))
+    }
+
+    /// Every table, sorted by name.
+    pub fn list_tables(&self) -> Vec<String> {
+        self.state.tables.read().keys().cloned().collect()
+    }
+
+    /// A handle on an enabled table.
+    pub fn table(&self, name: &str) -> Result<Table, RegionError> {
+        let tables = self.state.tables.read();
+        let hosted = tables
+            .get(name)
+            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))?;
+        match &hosted.serving {
+            Serving::Open(live) => Ok(Table {
+                name: name.to_string(),
+                live: Arc::clone(live),
+            }),
+            Serving::Disabled => Err(RegionError::TableDisabled(name.to_string())),
+            Serving::FailedOpen(reason) => Err(RegionError::FailedOpen {
+                table: name.to_string(),
+                reason: reason.clone(),
+            }),
+        }
+    }
+
+    /// Flushes every table and closes the WAL. Handles still held keep their regions alive
+    /// but can no longer write.
+    pub fn close(self) -> Result<(), RegionError> {
+        if let Some(mut housekeeping) = self.housekeeping.lock().take() {
+            housekeeping.stop();
+        }
+        let regions: Vec<Arc<Region>> = self
+            .state
+            .tables
+            .read()
+            .values()
+            .flat_map(Hosted::regions)
+            .collect();
+        for region in &regions {
+            region.flush()?;
+        }
+        drop(regions);
+        self.state.tables.write().clear();
+        // If a Table handle still holds the WAL through its region, it closes when that goes.
+        if let Ok(state) = Arc::try_unwrap(self.state)
+            && let Ok(wal) = Arc::try_unwrap(state.wal)
+        {
+            wal.close()?;
+        }
+        Ok(())
+    }
+}
+
+use crate::manifest::region_dir_name;
+
+/// The region id a directory name in `data/` stands for, if it is one.
+fn region_id_of(name: &str) -> Option<u64> {
+    (name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| name.parse().ok())
+        .flatten()
+}
+
+impl State {
     /// Opens every enabled table's regions: each loads its files, then one pass over the WAL
     /// replays the edits of all that need it. A failure marks the table failed, nothing more.
-    fn open_regions(&self, catalog: &Catalog) {
+    pub(crate) fn open_regions(&self, catalog: &Catalog) {
         let mut loaded: Vec<(TableEntry, Vec<(RegionEntry, Region)>)> = Vec::new();
         let mut tables = self.tables.write();
         for entry in &catalog.tables {
@@ -268,7 +561,7 @@ impl RegionServer {
             .map(|e| format!("WAL replay failed: {e}"));
         for (entry, regions) in loaded {
             let serving = match self.finish_table(regions, replay_failure.as_deref()) {
-                Ok(open) => Serving::Open(open),
+                Ok(open) => Serving::Open(LiveRegions::new(open)),
                 Err(reason) => self.failed(&entry, reason),
             };
             tables.insert(
@@ -283,7 +576,7 @@ impl RegionServer {
 
     /// The last step of opening a table's loaded regions: each finishes opening (declares
     /// itself to the WAL), or the table fails as a whole.
-    fn finish_table(
+    pub(crate) fn finish_table(
         &self,
         regions: Vec<(RegionEntry, Region)>,
         replay_failure: Option<&str>,
@@ -301,7 +594,7 @@ impl RegionServer {
         Ok(Arc::new(TableRegions { regions: open }))
     }
 
-    fn failed(&self, entry: &TableEntry, reason: String) -> Serving {
+    pub(crate) fn failed(&self, entry: &TableEntry, reason: String) -> Serving {
         event!(
             ERROR,
             table = %entry.name,
@@ -314,7 +607,7 @@ impl RegionServer {
 
     /// One pass over the WAL for every region in `regions` that has edits above its flushed
     /// point.
-    fn replay<'a>(
+    pub(crate) fn replay<'a>(
         &self,
         regions: impl Iterator<Item = &'a Region>,
     ) -> Result<(), keel_wal::WalError> {
@@ -344,7 +637,7 @@ impl RegionServer {
     /// Closes to the WAL every region it holds edits of that this server does not serve and
     /// that has nothing to replay: a deleted table's, or a disabled table's whose manifest is
     /// flushed past its last logged edit. A failed region's edits stay: they are its data.
-    fn close_unhosted_regions(&self, catalog: &Catalog) {
+    pub(crate) fn close_unhosted_regions(&self, catalog: &Catalog) {
         let served: HashSet<u64> = self
             .tables
             .read()
@@ -379,13 +672,13 @@ impl RegionServer {
     }
 
     /// A region's directory: named by its id, never by anything a client chose.
-    fn region_dir(&self, id: u64) -> PathBuf {
+    pub(crate) fn region_dir(&self, id: u64) -> PathBuf {
         self.dir.join("data").join(region_dir_name(id))
     }
 
     /// The first step of opening one of a table's regions (its files), configured as this
     /// server runs it.
-    fn load_region(&self, entry: &TableEntry, id: u64) -> Result<Region, RegionError> {
+    pub(crate) fn load_region(&self, entry: &TableEntry, id: u64) -> Result<Region, RegionError> {
         let region = Region::load(
             Arc::clone(&self.fs),
             &self.region_dir(id),
@@ -404,7 +697,7 @@ impl RegionServer {
 
     /// Opens a table's regions on their own: files, replay (when the WAL has edits for them)
     /// and the WAL's claim.
-    fn open_table(&self, entry: &TableEntry) -> Result<Arc<TableRegions>, RegionError> {
+    pub(crate) fn open_table(&self, entry: &TableEntry) -> Result<Arc<TableRegions>, RegionError> {
         let mut loaded = Vec::with_capacity(entry.regions.len());
         for r in &entry.regions {
             loaded.push((r.clone(), self.load_region(entry, r.id)?));
@@ -420,7 +713,7 @@ impl RegionServer {
 
     /// What `UseDefault` writes to a table get: `table_durability`'s override, else the table's
     /// own, else the server's default.
-    fn effective_durability(&self, entry: &TableEntry) -> Durability {
+    pub(crate) fn effective_durability(&self, entry: &TableEntry) -> Durability {
         let chosen = self
             .options
             .table_durability
@@ -433,236 +726,4 @@ impl RegionServer {
             chosen
         }
     }
-
-    /// Column families a table may have (`ServerOptions::max_families_per_table`).
-    pub fn max_families_per_table(&self) -> usize {
-        self.options.max_families_per_table
-    }
-
-    /// Background flushes that failed (the region stays as it was and is tried again).
-    pub fn flush_failures(&self) -> u64 {
-        self.stats().flush_failures
-    }
-
-    /// Starts a new WAL segment before the next write (HBase's `Admin.rollWALWriter`), so the
-    /// current one can be truncated once its regions flush.
-    pub fn roll_wal(&self) {
-        self.wal.roll();
-    }
-
-    /// Why the WAL refuses every write (a write or sync of it failed), if it does. The server
-    /// keeps serving reads; writes fail until it restarts.
-    pub fn wal_poisoned(&self) -> Option<String> {
-        self.wal.poisoned()
-    }
-
-    /// Tables whose region failed to open, with why.
-    pub fn failed_tables(&self) -> Vec<(String, String)> {
-        self.tables
-            .read()
-            .iter()
-            .filter_map(|(name, h)| match &h.serving {
-                Serving::FailedOpen(reason) => Some((name.clone(), reason.clone())),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// What a table is doing.
-    pub fn table_state(&self, name: &str) -> Result<TableState, RegionError> {
-        let tables = self.tables.read();
-        let hosted = tables
-            .get(name)
-            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))?;
-        Ok(match &hosted.serving {
-            Serving::Open(_) => TableState::Enabled,
-            Serving::Disabled => TableState::Disabled,
-            Serving::FailedOpen(reason) => TableState::FailedOpen {
-                reason: reason.clone(),
-            },
-        })
-    }
-
-    /// What `UseDefault` writes to a table get now (its own durability, an override from
-    /// [`ServerOptions::table_durability`], or the server's default).
-    pub fn table_durability(&self, name: &str) -> Result<Durability, RegionError> {
-        self.tables
-            .read()
-            .get(name)
-            .map(|h| self.effective_durability(&h.entry))
-            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))
-    }
-
-    /// The server's counters: global memory, pressure flushes, background failures.
-    pub fn stats(&self) -> ServerStats {
-        use std::sync::atomic::Ordering::Relaxed;
-        let (blocked_writes, blocked_time) = self.account.blocked();
-        let mut stats = ServerStats {
-            memstore_bytes: self.account.used(),
-            memstore_high: self.account.high(),
-            blocked_writes,
-            blocked_time,
-            ..ServerStats::default()
-        };
-        if let Some(h) = &*self.housekeeping.lock() {
-            let c = &h.shared.counters;
-            stats.pressure_flushes = c.pressure_flushes.load(Relaxed);
-            stats.flush_failures = c.flush_failures.load(Relaxed);
-            stats.small_compactions = c.small_compactions.load(Relaxed);
-            stats.large_compactions = c.large_compactions.load(Relaxed);
-            stats.compaction_failures = c.compaction_failures.load(Relaxed);
-            stats.compaction_throttled = h.shared.throttle.slept();
-        }
-        stats.chunk_pool_bytes = self.chunks.stats().pooled * self.chunks.chunk_size() as u64;
-        stats
-    }
-
-    /// The shared block cache's counters (`None` when reads go straight to files).
-    pub fn block_cache_stats(&self) -> Option<CacheStats> {
-        match &self.reads {
-            BlockReads::Direct => None,
-            BlockReads::Cached(cache) => Some(cache.stats()),
-        }
-    }
-
-    /// The shared block cache's id-lock pool counters (HBASE-17747; `None` without a cache): a
-    /// bucket cache's slot locks, taken by every read; an LRU cache's load locks, taken on
-    /// misses.
-    pub fn block_cache_lock_stats(&self) -> Option<keel_blockcache::IdLockStats> {
-        if let Some(bucket) = &self.bucket {
-            return Some(bucket.slot_locks().stats());
-        }
-        match &self.reads {
-            BlockReads::Direct => None,
-            BlockReads::Cached(cache) => Some(cache.id_locks().stats()),
-        }
-    }
-
-    /// The block cache's capacity in bytes (0: reads go straight to files).
-    pub fn block_cache_capacity(&self) -> u64 {
-        match &self.reads {
-            BlockReads::Direct => 0,
-            BlockReads::Cached(_) => self.options.block_cache_bytes,
-        }
-    }
-
-    /// The shared WAL's counters and histograms.
-    pub fn wal_stats(&self) -> keel_wal::WalStats {
-        self.wal.stats()
-    }
-
-    /// WAL segments closed and not yet removed (the open one is not counted).
-    pub fn wal_closed_segments(&self) -> usize {
-        self.wal.closed_segments()
-    }
-
-    /// Queues a compaction of `table` on the background pools, as HBase's `Admin.compact` and
-    /// `majorCompact` do: it runs throttled, off the caller's thread. (`Table::compact` and
-    /// `Table::major_compact` run one at once instead.)
-    pub fn request_compaction(&self, table: &str, major: bool) -> Result<(), RegionError> {
-        let table = self.table(table)?;
-        if let Some(housekeeping) = &*self.housekeeping.lock() {
-            for region in table.regions.all() {
-                housekeeping.shared.request_compaction(region, major);
-            }
-        }
-        Ok(())
-    }
-
-    /// Queues a compaction of one region of `table` (HBase's `Admin.compactRegion`).
-    pub fn request_region_compaction(
-        &self,
-        table: &str,
-        region_id: u64,
-        major: bool,
-    ) -> Result<(), RegionError> {
-        let table = self.table(table)?;
-        let region = table
-            .regions
-            .all()
-            .find(|r| r.id() == region_id)
-            .ok_or(RegionError::RegionClosed { region: region_id })?;
-        if let Some(housekeeping) = &*self.housekeeping.lock() {
-            housekeeping.shared.request_compaction(region, major);
-        }
-        Ok(())
-    }
-
-    /// A table's column families, as created (enabled or not).
-    pub fn table_families(&self, name: &str) -> Result<Vec<FamilyOptions>, RegionError> {
-        self.tables
-            .read()
-            .get(name)
-            .map(|h| h.entry.families.clone())
-            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))
-    }
-
-    /// Whether a table is enabled (in the catalog: a table whose region failed to open is).
-    pub fn is_table_enabled(&self, name: &str) -> Result<bool, RegionError> {
-        self.tables
-            .read()
-            .get(name)
-            .map(|h| h.entry.enabled)
-            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))
-    }
-
-    /// Every table, sorted by name.
-    pub fn list_tables(&self) -> Vec<String> {
-        self.tables.read().keys().cloned().collect()
-    }
-
-    /// A handle on an enabled table.
-    pub fn table(&self, name: &str) -> Result<Table, RegionError> {
-        let tables = self.tables.read();
-        let hosted = tables
-            .get(name)
-            .ok_or_else(|| RegionError::NoSuchTable(name.to_string()))?;
-        match &hosted.serving {
-            Serving::Open(regions) => Ok(Table {
-                name: name.to_string(),
-                regions: Arc::clone(regions),
-            }),
-            Serving::Disabled => Err(RegionError::TableDisabled(name.to_string())),
-            Serving::FailedOpen(reason) => Err(RegionError::FailedOpen {
-                table: name.to_string(),
-                reason: reason.clone(),
-            }),
-        }
-    }
-
-    /// Flushes every table and closes the WAL. Handles still held keep their regions alive
-    /// but can no longer write.
-    pub fn close(self) -> Result<(), RegionError> {
-        if let Some(mut housekeeping) = self.housekeeping.lock().take() {
-            housekeeping.stop();
-        }
-        let regions: Vec<Arc<Region>> = self
-            .tables
-            .read()
-            .values()
-            .flat_map(Hosted::regions)
-            .collect();
-        for region in &regions {
-            region.flush()?;
-        }
-        drop(regions);
-        self.tables.write().clear();
-        // If a Table handle still holds the WAL through its region, it closes when that goes.
-        if let Ok(wal) = Arc::try_unwrap(self.wal) {
-            wal.close()?;
-        }
-        Ok(())
-    }
-}
-
-/// `data/<this>`: a region's directory name, its id in 20 digits.
-fn region_dir_name(id: u64) -> String {
-    format!("{id:020}")
-}
-
-/// The region id a directory name in `data/` stands for, if it is one.
-fn region_id_of(name: &str) -> Option<u64> {
-    (name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| name.parse().ok())
-        .flatten()
 }

@@ -78,6 +78,10 @@ pub struct ServerOptions {
     /// fsync-before-ack for a table that clients create over Thrift1, whose `ColumnDescriptor`
     /// has no field for it. Applied when the table opens or is created.
     pub table_durability: std::collections::BTreeMap<String, Durability>,
+    /// Compact the regions a split or merge makes at once (major compactions in the
+    /// background), so that they stop referring to their parents' files and can split again
+    /// (HBase compacts daughters the same way). True; tests turn it off to hold references.
+    pub compact_split_regions: bool,
     /// Split keys for tables created without their own (by name): how an operator pre-splits a
     /// table that clients create over Thrift1, which has no way to pass split keys.
     pub table_split_keys: std::collections::BTreeMap<String, Vec<bytes::Bytes>>,
@@ -119,6 +123,7 @@ impl Default for ServerOptions {
             major_compaction_jitter: 0.5,
             table_durability: std::collections::BTreeMap::new(),
             table_split_keys: std::collections::BTreeMap::new(),
+            compact_split_regions: true,
             max_families_per_table: 256,
             chunk_pool_bytes: None,
         }

@@ -33,6 +33,44 @@ pub(crate) struct TableRegions {
     pub(crate) regions: Vec<(RegionEntry, Arc<Region>)>,
 }
 
+/// A table's regions as served now, swapped whole when a split or merge commits, so that every
+/// handle (and every scan in progress) follows the table's current shape.
+#[derive(Debug)]
+pub(crate) struct LiveRegions {
+    current: keel_sync::RwLock<Arc<TableRegions>>,
+    /// A split or merge has closed some of the regions and not yet opened their successors.
+    changing: std::sync::atomic::AtomicBool,
+}
+
+impl LiveRegions {
+    pub(crate) fn new(regions: Arc<TableRegions>) -> Arc<LiveRegions> {
+        Arc::new(LiveRegions {
+            current: keel_sync::RwLock::new(regions),
+            changing: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn get(&self) -> Arc<TableRegions> {
+        Arc::clone(&self.current.read())
+    }
+
+    pub(crate) fn set(&self, regions: Arc<TableRegions>) {
+        *self.current.write() = regions;
+    }
+
+    pub(crate) fn set_changing(&self, changing: bool) {
+        self.changing
+            .store(changing, std::sync::atomic::Ordering::Release);
+    }
+
+    fn changing(&self) -> bool {
+        self.changing.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// How long a call waits for a split or merge of its region to finish before giving up.
+const CHANGE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl TableRegions {
     /// The index of the region holding `row`.
     pub(crate) fn locate(&self, row: &[u8]) -> usize {
@@ -53,11 +91,12 @@ impl TableRegions {
 /// One region's share of a batch: the operations' positions in the batch, and the operations.
 type RegionShare = (Vec<usize>, Vec<(Vec<Cell>, Durability)>);
 
-/// A table's handle: reads and writes go to its regions.
+/// A table's handle: reads and writes go to its regions. It follows splits and merges: a call
+/// that meets a region closed by one waits for its successors and goes there.
 #[derive(Debug, Clone)]
 pub struct Table {
     pub(crate) name: String,
-    pub(crate) regions: Arc<TableRegions>,
+    pub(crate) live: Arc<LiveRegions>,
 }
 
 impl Table {
@@ -66,25 +105,52 @@ impl Table {
         &self.name
     }
 
-    /// The table's first region (the whole table unless it has several: see
-    /// [`Table::regions`]).
-    pub fn region(&self) -> &Region {
-        &self.regions.regions[0].1
+    /// The table's regions as they are now.
+    fn now(&self) -> Arc<TableRegions> {
+        self.live.get()
     }
 
-    /// The region holding `row`.
-    pub fn region_for(&self, row: &[u8]) -> &Region {
-        self.regions.region_for(row)
+    /// Runs `op` on the current regions; if it meets a region that a split or merge closed
+    /// (`RegionClosed`, refused before anything was done), waits for the new regions and runs
+    /// it again on them.
+    fn following<T>(
+        &self,
+        mut op: impl FnMut(&TableRegions) -> Result<T, RegionError>,
+    ) -> Result<T, RegionError> {
+        let deadline = std::time::Instant::now() + CHANGE_WAIT;
+        loop {
+            let regions = self.now();
+            match op(&regions) {
+                Err(RegionError::RegionClosed { .. })
+                    if (self.live.changing() || !Arc::ptr_eq(&regions, &self.now()))
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// The table's first region (the whole table unless it has several: see
+    /// [`Table::regions`]).
+    pub fn region(&self) -> Arc<Region> {
+        Arc::clone(&self.now().regions[0].1)
+    }
+
+    /// The region holding `row` now.
+    pub fn region_for(&self, row: &[u8]) -> Arc<Region> {
+        Arc::clone(self.now().region_for(row))
     }
 
     /// Every region, in key order.
     pub fn regions(&self) -> Vec<Arc<Region>> {
-        self.regions.all().cloned().collect()
+        self.now().all().cloned().collect()
     }
 
     /// Every region's id and key range, in key order.
     pub fn region_infos(&self) -> Vec<RegionInfo> {
-        self.regions
+        self.now()
             .regions
             .iter()
             .map(|(e, _)| RegionInfo {
@@ -123,23 +189,26 @@ impl Table {
         cells: Vec<Cell>,
         durability: Durability,
     ) -> Result<WriteTimings, RegionError> {
-        let Some(first) = cells.first() else {
+        if cells.is_empty() {
             return self.region().mutate(cells, durability);
-        };
-        let home = self.regions.locate(first.row());
-        if cells.iter().all(|c| self.regions.locate(c.row()) == home) {
-            return self.regions.regions[home].1.mutate(cells, durability);
         }
-        let mut groups: std::collections::BTreeMap<usize, Vec<Cell>> = Default::default();
-        for cell in cells {
-            groups
-                .entry(self.regions.locate(cell.row()))
-                .or_default()
-                .push(cell);
-        }
+        // Each region's share goes once: a share refused by a closed region is routed again.
+        let mut remaining = cells;
         let mut timings = WriteTimings::default();
-        for (index, cells) in groups {
-            timings = self.regions.regions[index].1.mutate(cells, durability)?;
+        while !remaining.is_empty() {
+            let first_row = remaining[0].row().clone();
+            let share: Vec<Cell> = self.following(|regions| {
+                let home = regions.locate(&first_row);
+                let (share, _): (Vec<Cell>, Vec<Cell>) = remaining
+                    .iter()
+                    .cloned()
+                    .partition(|c| regions.locate(c.row()) == home);
+                timings = regions.regions[home].1.mutate(share.clone(), durability)?;
+                Ok(share)
+            })?;
+            let done: std::collections::HashSet<keel_cell::CellKey> =
+                share.iter().map(|c| c.key().clone()).collect();
+            remaining.retain(|c| !done.contains(c.key()));
         }
         Ok(timings)
     }
@@ -148,34 +217,48 @@ impl Table {
     /// share as one [`Region::batch`]; one status per operation, in order. An operation whose
     /// cells lie in two regions is refused.
     pub fn batch(&self, operations: Vec<(Vec<Cell>, Durability)>) -> Vec<Result<(), RegionError>> {
-        if self.regions.regions.len() == 1 {
-            return self.region().batch(operations);
-        }
         let n = operations.len();
         let mut statuses: Vec<Option<Result<(), RegionError>>> = (0..n).map(|_| None).collect();
-        let mut groups: std::collections::BTreeMap<usize, RegionShare> = Default::default();
-        for (i, (cells, durability)) in operations.into_iter().enumerate() {
-            let Some(first) = cells.first() else {
-                statuses[i] = Some(Err(RegionError::BadCell(
-                    "an operation with no cells".to_string(),
-                )));
-                continue;
-            };
-            let home = self.regions.locate(first.row());
-            if cells.iter().any(|c| self.regions.locate(c.row()) != home) {
-                statuses[i] = Some(Err(RegionError::BadCell(
-                    "one operation's rows lie in two regions".to_string(),
-                )));
-                continue;
+        let mut pending: Vec<(usize, (Vec<Cell>, Durability))> =
+            operations.into_iter().enumerate().collect();
+        let deadline = std::time::Instant::now() + CHANGE_WAIT;
+        while !pending.is_empty() {
+            let regions = self.now();
+            let mut groups: std::collections::BTreeMap<usize, RegionShare> = Default::default();
+            for (i, (cells, durability)) in std::mem::take(&mut pending) {
+                let Some(first) = cells.first() else {
+                    statuses[i] = Some(Err(RegionError::BadCell(
+                        "an operation with no cells".to_string(),
+                    )));
+                    continue;
+                };
+                let home = regions.locate(first.row());
+                if cells.iter().any(|c| regions.locate(c.row()) != home) {
+                    statuses[i] = Some(Err(RegionError::BadCell(
+                        "one operation's rows lie in two regions".to_string(),
+                    )));
+                    continue;
+                }
+                let group = groups.entry(home).or_default();
+                group.0.push(i);
+                group.1.push((cells, durability));
             }
-            let group = groups.entry(home).or_default();
-            group.0.push(i);
-            group.1.push((cells, durability));
-        }
-        for (index, (positions, ops)) in groups {
-            let results = self.regions.regions[index].1.batch(ops);
-            for (i, result) in positions.into_iter().zip(results) {
-                statuses[i] = Some(result);
+            for (index, (positions, ops)) in groups {
+                let retry = ops.clone();
+                let results = regions.regions[index].1.batch(ops);
+                for ((i, result), op) in positions.into_iter().zip(results).zip(retry) {
+                    let follow = matches!(result, Err(RegionError::RegionClosed { .. }))
+                        && (self.live.changing() || !Arc::ptr_eq(&regions, &self.now()))
+                        && std::time::Instant::now() < deadline;
+                    if follow {
+                        pending.push((i, op));
+                    } else {
+                        statuses[i] = Some(result);
+                    }
+                }
+            }
+            if !pending.is_empty() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
             }
         }
         statuses
@@ -186,7 +269,7 @@ impl Table {
 
     /// The row's cells that `query` selects.
     pub fn get(&self, row: &[u8], query: &ReadQuery) -> Result<Vec<Cell>, RegionError> {
-        self.region_for(row).get(row, query)
+        self.following(|r| r.region_for(row).get(row, query))
     }
 
     /// The row's cells that `query` selects and `filter` keeps.
@@ -196,7 +279,7 @@ impl Table {
         query: &ReadQuery,
         filter: &Filter,
     ) -> Result<Vec<Cell>, RegionError> {
-        self.region_for(row).get_filtered(row, query, filter)
+        self.following(|r| r.region_for(row).get_filtered(row, query, filter))
     }
 
     /// The rows `scan` selects.
@@ -204,9 +287,10 @@ impl Table {
         self.scanner(scan)?.collect()
     }
 
-    /// A streaming scan over every region the scan's range touches, in its direction.
+    /// A streaming scan over every region the scan's range touches, in its direction; it
+    /// follows splits and merges that happen while it runs.
     pub fn scanner(&self, scan: &Scan) -> Result<TableScanner, RegionError> {
-        TableScanner::new(Arc::clone(&self.regions), scan.clone())
+        TableScanner::new(Arc::clone(&self.live), scan.clone())
     }
 
     /// The latest value of one column, if any.
@@ -217,8 +301,7 @@ impl Table {
         qualifier: &[u8],
     ) -> Result<Option<Bytes>, RegionError> {
         Ok(self
-            .region_for(row)
-            .latest(row, family, qualifier)?
+            .following(|r| r.region_for(row).latest(row, family, qualifier))?
             .map(|c| c.value().clone()))
     }
 
@@ -231,8 +314,10 @@ impl Table {
         delta: i64,
     ) -> Result<i64, RegionError> {
         Ok(self
-            .region_for(row)
-            .increment(row, family, qualifier, delta, Durability::UseDefault)?
+            .following(|r| {
+                r.region_for(row)
+                    .increment(row, family, qualifier, delta, Durability::UseDefault)
+            })?
             .0)
     }
 
@@ -244,8 +329,7 @@ impl Table {
         durability: Durability,
     ) -> Result<Vec<Cell>, RegionError> {
         Ok(self
-            .region_for(row)
-            .append_columns(row, columns, durability)?
+            .following(|r| r.region_for(row).append_columns(row, columns, durability))?
             .0)
     }
 
@@ -255,12 +339,20 @@ impl Table {
         row: &[u8],
         family: &[u8],
         qualifier: &[u8],
-        check: impl FnOnce(Option<&Bytes>) -> bool,
+        check: impl Fn(Option<&Bytes>) -> bool,
         cells: Vec<Cell>,
         durability: Durability,
     ) -> Result<bool, RegionError> {
-        self.region_for(row)
-            .check_and_mutate(row, family, qualifier, check, cells, durability)
+        self.following(|r| {
+            r.region_for(row).check_and_mutate(
+                row,
+                family,
+                qualifier,
+                &check,
+                cells.clone(),
+                durability,
+            )
+        })
     }
 
     /// Merges, in every region, the store files HBase's exploring policy selects; returns how
@@ -268,7 +360,7 @@ impl Table {
     pub fn compact(&self) -> Result<usize, RegionError> {
         let policy = crate::compaction_policy::CompactionPolicy::default();
         let mut gone = 0;
-        for region in self.regions.all() {
+        for region in self.regions() {
             gone += region.compact(&policy, false)?;
         }
         Ok(gone)
@@ -279,7 +371,7 @@ impl Table {
     pub fn major_compact(&self) -> Result<usize, RegionError> {
         let policy = crate::compaction_policy::CompactionPolicy::default();
         let mut gone = 0;
-        for region in self.regions.all() {
+        for region in self.regions() {
             gone += region.compact(&policy, true)?;
         }
         Ok(gone)
@@ -288,7 +380,7 @@ impl Table {
     /// Writes every region's memstores to store files; returns the highest flushed sequence id.
     pub fn flush(&self) -> Result<u64, RegionError> {
         let mut highest = 0;
-        for region in self.regions.all() {
+        for region in self.regions() {
             highest = highest.max(region.flush()?);
         }
         Ok(highest)
@@ -297,12 +389,16 @@ impl Table {
 
 /// A scan over a table: its regions one after another in the scan's direction, each through
 /// its own [`RegionScanner`] (with its own instance of the scan's filter, as HBase runs one per
-/// region scanner), the row limit counted across them.
+/// region scanner), the row limit counted across them. The next region is found by key in the
+/// table as it is when the scan gets there, so a split or merge of a region the scan has not
+/// reached yet changes nothing it returns.
 pub struct TableScanner {
-    regions: Arc<TableRegions>,
+    live: Arc<LiveRegions>,
     scan: Scan,
-    /// Regions still to read, in the order they will be (front first).
-    pending: std::collections::VecDeque<usize>,
+    /// Where the next region must start (forward: the last region's end; reversed: the rows
+    /// below the last region's start). `None` before the first region; `Some(empty)` means
+    /// there is none (the end of the table).
+    boundary: Option<Bytes>,
     current: Option<RegionScanner>,
     rows: usize,
     cells_read: u64,
@@ -313,37 +409,52 @@ impl std::fmt::Debug for TableScanner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TableScanner")
             .field("scan", &self.scan)
-            .field("regions_left", &self.pending.len())
             .field("rows", &self.rows)
+            .field("done", &self.done)
             .finish_non_exhaustive()
     }
 }
 
 impl TableScanner {
-    fn new(regions: Arc<TableRegions>, scan: Scan) -> Result<TableScanner, RegionError> {
-        let mut pending: std::collections::VecDeque<usize> = (0..regions.regions.len())
-            .filter(|&i| touches(&regions.regions[i].0, &scan))
-            .collect();
-        if scan.reversed {
-            pending = pending.into_iter().rev().collect();
-        }
+    fn new(live: Arc<LiveRegions>, scan: Scan) -> Result<TableScanner, RegionError> {
         let mut scanner = TableScanner {
-            regions,
+            live,
             scan,
-            pending,
+            boundary: None,
             current: None,
             rows: 0,
             cells_read: 0,
             done: false,
         };
-        // Open the first region now, so that a scan of a closed region fails at open.
-        scanner.open_next()?;
+        // Open the first region now, so that a scan of a closed table fails at open.
+        if !scanner.open_next()? {
+            scanner.done = true;
+        }
         Ok(scanner)
     }
 
     /// Cells the scan has taken from its sources so far, every region together.
     pub fn cells_read(&self) -> u64 {
         self.cells_read + self.current.as_ref().map_or(0, RegionScanner::cells_read)
+    }
+
+    /// The next region to read, in the table as it is now: the one after the boundary, if the
+    /// scan's range reaches it.
+    fn next_region(&self, regions: &TableRegions) -> Option<(RegionEntry, Arc<Region>)> {
+        let index = match (&self.boundary, self.scan.reversed) {
+            (None, false) => regions.locate(&self.scan.start_row),
+            (None, true) if self.scan.start_row.is_empty() => regions.regions.len() - 1,
+            (None, true) => regions.locate(&self.scan.start_row),
+            (Some(b), _) if b.is_empty() => return None,
+            (Some(b), false) => regions.locate(b),
+            // Reversed: the region holding the rows just below `b`.
+            (Some(b), true) => regions
+                .regions
+                .partition_point(|(e, _)| e.start_key[..] < b[..])
+                .checked_sub(1)?,
+        };
+        let (entry, region) = regions.regions.get(index)?;
+        touches(entry, &self.scan).then(|| (entry.clone(), Arc::clone(region)))
     }
 
     /// Moves to the next region, if any; false when none is left.
@@ -355,15 +466,40 @@ impl TableScanner {
         if self.scan.limit.is_some_and(|limit| self.rows >= limit) {
             return Ok(false);
         }
-        let Some(index) = self.pending.pop_front() else {
-            return Ok(false);
-        };
         let mut scan = self.scan.clone();
         if let Some(limit) = scan.limit {
             scan.limit = Some(limit - self.rows);
         }
-        self.current = Some(self.regions.regions[index].1.scanner(&scan)?);
-        Ok(true)
+        let deadline = std::time::Instant::now() + CHANGE_WAIT;
+        loop {
+            let regions = self.live.get();
+            let Some((entry, region)) = self.next_region(&regions) else {
+                return Ok(false);
+            };
+            match region.scanner(&scan) {
+                Ok(scanner) => {
+                    self.current = Some(scanner);
+                    // Past the first region, `Some(empty)` stands for "no more".
+                    self.boundary = Some(if self.scan.reversed {
+                        if entry.start_key.is_empty() {
+                            Bytes::new()
+                        } else {
+                            entry.start_key.clone()
+                        }
+                    } else {
+                        entry.end_key.clone()
+                    });
+                    return Ok(true);
+                }
+                Err(RegionError::RegionClosed { .. })
+                    if (self.live.changing() || !Arc::ptr_eq(&regions, &self.live.get()))
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
 
