@@ -46,6 +46,8 @@ fn write_amplification(dir: &Path, rows: u64) -> f64 {
             ..RegionLimits::default()
         },
         flush_check_interval: Duration::from_millis(10),
+        // Compaction alone: a table that split would add the rewriting of references.
+        auto_split: false,
         ..ServerOptions::default()
     };
     let server = RegionServer::open(dir, options).expect("open");

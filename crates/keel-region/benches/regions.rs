@@ -6,10 +6,19 @@
 //! flush and compact while loading. `regions_presplit_load_ratio` = the 8-region table's write
 //! throughput ÷ the one-region table's (median over rounds; target ≥ 1.0: eight memstores
 //! flush and compact independently, so this should not lose even on 2 cores).
+//!
+//! **Splits under load**: the same writers on a one-region table whose split threshold is a
+//! few MiB (2 × a 1 MiB flush size while it has one region, `max_region_size` 4 MiB after), so
+//! it splits several times while they write, against the same load with splitting off, each on
+//! a fresh store, alternating. `regions_split_stall_p99_ratio` = the writers' p99 put latency
+//! with splits ÷ without (target ≤ 2.0); `regions_splits` = the splits the split runs made
+//! (median).
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
 use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
 
 use keel_region::{
     FamilyOptions, RegionError, RegionLimits, RegionServer, ServerOptions, Table, TableOptions,
@@ -44,6 +53,8 @@ fn load(regions: u32, rows: u64, value: usize, flush_size: u64) -> f64 {
             ..RegionLimits::default()
         },
         flush_check_interval: Duration::from_millis(10),
+        // The comparison is 8 regions against 1: neither may split.
+        auto_split: false,
         ..ServerOptions::default()
     };
     let server = RegionServer::open(dir.path(), options).expect("open");
@@ -82,6 +93,61 @@ fn load(regions: u32, rows: u64, value: usize, flush_size: u64) -> f64 {
     rows as f64 / elapsed.as_secs_f64()
 }
 
+/// Loads `rows` rows into a one-region table, splitting by size or not; returns the writers'
+/// p99 put latency in µs and the splits made.
+fn load_splitting(split: bool, rows: u64, value: usize) -> (f64, u64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = ServerOptions {
+        limits: RegionLimits {
+            flush_size: 1 << 20,
+            ..RegionLimits::default()
+        },
+        flush_check_interval: Duration::from_millis(10),
+        auto_split: split,
+        max_region_size: 4 << 20,
+        ..ServerOptions::default()
+    };
+    let server = RegionServer::open(dir.path(), options).expect("open");
+    let table = server
+        .create_table("t", vec![FamilyOptions::new("f")])
+        .expect("create");
+    let value = vec![b'v'; value];
+    let latencies: Vec<Histogram<u64>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (table, value) = (&table, &value);
+                s.spawn(move || {
+                    let mut h = Histogram::<u64>::new(3).expect("histogram");
+                    for i in (t..rows).step_by(THREADS as usize) {
+                        let start = Instant::now();
+                        put_retrying(table, key(i).as_bytes(), value);
+                        h.saturating_record(start.elapsed().as_micros() as u64);
+                    }
+                    h
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("writer"))
+            .collect()
+    });
+    let mut all = Histogram::<u64>::new(3).expect("histogram");
+    for h in &latencies {
+        all.add(h).expect("same bounds");
+    }
+    let splits = server.stats().splits;
+    println!(
+        "  splits {}: p99 {} µs, p99.9 {} µs, {} splits, {} regions",
+        if split { "on " } else { "off" },
+        all.value_at_quantile(0.99),
+        all.value_at_quantile(0.999),
+        splits,
+        table.regions().len()
+    );
+    (all.value_at_quantile(0.99) as f64, splits)
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -111,5 +177,25 @@ fn main() {
         println!("round {round}: 8 regions ÷ 1 = {:.3}", eight / one);
         ratios.push(eight / one);
     }
-    println!("{}", figure("regions_presplit_load_ratio", median(ratios)));
+    let presplit = median(ratios);
+
+    let split_rows = if quick { 80_000 } else { 300_000 };
+    println!(
+        "splits under load: {split_rows} rows of {value} B, flush size 1 MiB, max region size 4 MiB"
+    );
+    let (mut stall, mut splits) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let ((on, n), (off, _)) = if round % 2 == 0 {
+            let on = load_splitting(true, split_rows, value);
+            (on, load_splitting(false, split_rows, value))
+        } else {
+            let off = load_splitting(false, split_rows, value);
+            (load_splitting(true, split_rows, value), off)
+        };
+        stall.push(on / off.max(1.0));
+        splits.push(n as f64);
+    }
+    println!("{}", figure("regions_presplit_load_ratio", presplit));
+    println!("{}", figure("regions_split_stall_p99_ratio", median(stall)));
+    println!("{}", figure("regions_splits", median(splits)));
 }

@@ -36,6 +36,12 @@ pub struct Settings {
     pub scan_ratio: f64,
     /// `hbase.hregion.memstore.flush.size` in bytes (128 MiB).
     pub flush_size: u64,
+    /// `hbase.hregion.max.filesize` (10 GiB): the store size past which a region of a table
+    /// with several regions splits (one region alone splits at 2 × the flush size).
+    pub max_region_size: u64,
+    /// `hbase.regionserver.region.split.policy`: `SteppingSplitPolicy` (the default) splits by
+    /// size; `DisabledRegionSplitPolicy` never splits.
+    pub split_policy: SplitPolicy,
     /// `hbase.hregion.memstore.block.multiplier` (4).
     pub block_multiplier: u64,
     /// `hbase.hstore.blockingStoreFiles` (16).
@@ -100,6 +106,8 @@ impl Default for Settings {
             read_ratio: 0.0,
             scan_ratio: 0.0,
             flush_size: 128 << 20,
+            max_region_size: 10 << 30,
+            split_policy: SplitPolicy::Stepping,
             block_multiplier: 4,
             blocking_store_files: 16,
             max_frame: 16 << 20,
@@ -171,6 +179,16 @@ fn string<'v>(key: &str, value: &'v toml::Value) -> Result<&'v str, String> {
         .ok_or_else(|| format!("{key}: expected a string, got {value}"))
 }
 
+/// A string setting parsed with its type's `FromStr`.
+fn string_parsed<T: std::str::FromStr<Err = String>>(
+    key: &str,
+    value: &toml::Value,
+) -> Result<T, String> {
+    string(key, value)?
+        .parse()
+        .map_err(|e| format!("{key}: {e}"))
+}
+
 fn boolean(key: &str, value: &toml::Value) -> Result<bool, String> {
     value
         .as_bool()
@@ -206,6 +224,38 @@ pub fn parse_table_durability(value: &str) -> Result<(String, Durability), Strin
         .ok_or_else(|| format!("--table-durability {value:?}: expected NAME=LEVEL"))?;
     keel_region::names::TableName::new(name).map_err(|e| format!("--table-durability: {e}"))?;
     Ok((name.to_string(), level.parse()?))
+}
+
+/// HBase's region split policies Keel has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitPolicy {
+    /// `SteppingSplitPolicy`: split by size.
+    Stepping,
+    /// `DisabledRegionSplitPolicy`: never split.
+    Disabled,
+}
+
+impl std::str::FromStr for SplitPolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<SplitPolicy, String> {
+        match s.rsplit('.').next().unwrap_or(s) {
+            "SteppingSplitPolicy" => Ok(SplitPolicy::Stepping),
+            "DisabledRegionSplitPolicy" => Ok(SplitPolicy::Disabled),
+            other => Err(format!(
+                "unknown split policy {other}: SteppingSplitPolicy or DisabledRegionSplitPolicy"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for SplitPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SplitPolicy::Stepping => "SteppingSplitPolicy",
+            SplitPolicy::Disabled => "DisabledRegionSplitPolicy",
+        })
+    }
 }
 
 /// A table's regions at creation, as `--table-regions` and `[table.NAME] regions` write them:
@@ -431,6 +481,24 @@ pub static SETTINGS: &[Setting] = &[
         flush_size,
         int,
         ("1048576", "1048576")
+    ),
+    plain!(
+        "hbase.hregion.max.filesize",
+        "max-region-size",
+        "BYTES",
+        "a region's largest store size past which it splits, once its table has several regions (one region alone splits at 2 × the flush size)",
+        max_region_size,
+        int,
+        ("67108864", "67108864")
+    ),
+    plain!(
+        "hbase.regionserver.region.split.policy",
+        "split-policy",
+        "POLICY",
+        "SteppingSplitPolicy (split by size) or DisabledRegionSplitPolicy (never split)",
+        split_policy,
+        string_parsed,
+        ("\"DisabledRegionSplitPolicy\"", "DisabledRegionSplitPolicy")
     ),
     plain!(
         "hbase.hregion.memstore.block.multiplier",

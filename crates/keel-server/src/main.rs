@@ -29,6 +29,92 @@ struct Cli {
 enum Command {
     /// Serves the store over HBase's Thrift1 protocol (buffered or framed, binary or compact).
     Serve(Serve),
+    /// Splits or merges a running server's regions, through its (loopback) status port.
+    Admin {
+        /// The server's status address.
+        #[arg(long, default_value = "127.0.0.1:9095")]
+        status: std::net::SocketAddr,
+        #[command(subcommand)]
+        operation: AdminOperation,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AdminOperation {
+    /// Splits a region at a row (or at its split point).
+    Split {
+        /// The table.
+        table: String,
+        /// The region's id (`getTableRegions`, or the status page).
+        region: u64,
+        /// The row the second region starts at.
+        at: Option<String>,
+    },
+    /// Merges two adjacent regions.
+    Merge {
+        /// The table.
+        table: String,
+        /// One region's id.
+        a: u64,
+        /// The other's.
+        b: u64,
+    },
+}
+
+/// Percent-encodes a query value.
+fn encode(value: &[u8]) -> String {
+    value
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// `keel admin`: one POST to the status port; prints its answer.
+#[expect(clippy::print_stdout, reason = "a command's answer, on the terminal")]
+fn admin(status: std::net::SocketAddr, operation: &AdminOperation) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let path = match operation {
+        AdminOperation::Split { table, region, at } => {
+            let mut path = format!(
+                "/admin/split?table={}&region={region}",
+                encode(table.as_bytes())
+            );
+            if let Some(at) = at {
+                path.push_str(&format!("&at={}", encode(at.as_bytes())));
+            }
+            path
+        }
+        AdminOperation::Merge { table, a, b } => {
+            format!(
+                "/admin/merge?table={}&a={a}&b={b}",
+                encode(table.as_bytes())
+            )
+        }
+    };
+    let mut socket = std::net::TcpStream::connect(status)
+        .map_err(|e| format!("the status port {status}: {e}"))?;
+    write!(
+        socket,
+        "POST {path} HTTP/1.1\r\nHost: {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut reply = String::new();
+    socket
+        .read_to_string(&mut reply)
+        .map_err(|e| e.to_string())?;
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap_or((&reply, ""));
+    if head.starts_with("HTTP/1.1 200") {
+        print!("{body}");
+        Ok(())
+    } else {
+        Err(body.trim().to_string())
+    }
 }
 
 /// `keel serve`'s flags: `--config` and one per setting of keel-server's settings table
@@ -111,6 +197,8 @@ fn serve(args: &Serve) -> Result<(), String> {
     let s = settings(args)?;
     let mut store_options = ServerOptions::default();
     store_options.limits.flush_size = s.flush_size;
+    store_options.max_region_size = s.max_region_size;
+    store_options.auto_split = s.split_policy == keel_server::config::SplitPolicy::Stepping;
     store_options.limits.block_multiplier = s.block_multiplier;
     store_options.limits.blocking_store_files = s.blocking_store_files;
     store_options.default_durability = s.default_durability();
@@ -224,6 +312,7 @@ fn main() -> std::process::ExitCode {
         .init();
     let result = match &cli.command {
         Command::Serve(args) => serve(args),
+        Command::Admin { status, operation } => admin(*status, operation),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -69,6 +69,8 @@ impl Default for StatusOptions {
 
 struct Sources {
     store: Arc<RegionServer>,
+    /// The status port listens on a loopback address: admin operations are served.
+    loopback: bool,
     net: NetObserver,
     history: history::History,
     started: Instant,
@@ -104,7 +106,10 @@ impl std::fmt::Debug for StatusServer {
 }
 
 impl StatusServer {
-    /// Binds `options.listen` and serves the store's and the network side's status.
+    /// Binds `options.listen` and serves the store's and the network side's status: `GET /`,
+    /// `/metrics` and `/status.json`; and, on a loopback address only, the admin operations
+    /// `POST /admin/split?table=T&region=ID[&at=ROW]` and `POST /admin/merge?table=T&a=ID&b=ID`
+    /// (row keys percent-encoded).
     pub fn start(
         store: Arc<RegionServer>,
         net: NetObserver,
@@ -115,6 +120,7 @@ impl StatusServer {
         let local = listener.local_addr()?;
         let sources = Arc::new(Sources {
             store,
+            loopback: local.ip().is_loopback(),
             net,
             history: history::History::new(options.samples),
             started: Instant::now(),
@@ -210,8 +216,112 @@ impl From<&StatusOptions> for Limits {
     }
 }
 
+/// `%XX`-decoded bytes of a query value (`+` is a space).
+fn percent_decode(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    Some(out)
+}
+
+/// An admin operation (`POST /admin/split` or `/admin/merge`), answered as text.
+fn admin(path: &str, query: &str, sources: &Sources) -> (u16, &'static str, String) {
+    let text = "text/plain; charset=utf-8";
+    if !sources.loopback {
+        return (
+            403,
+            text,
+            "admin operations are served only on a loopback status address\n".into(),
+        );
+    }
+    let mut args = std::collections::HashMap::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let Some(v) = percent_decode(v) else {
+            return (400, text, format!("bad percent-encoding in {k}\n"));
+        };
+        args.insert(k.to_string(), v);
+    }
+    let utf8 = |k: &str| args.get(k).map(|v| String::from_utf8_lossy(v).into_owned());
+    let id = |k: &str| utf8(k).and_then(|v| v.parse::<u64>().ok());
+    let Some(table) = utf8("table") else {
+        return (400, text, "table= is needed\n".into());
+    };
+    let result = match path {
+        "/admin/split" => {
+            let Some(region) = id("region") else {
+                return (400, text, "region=<id> is needed\n".into());
+            };
+            let at = args.get("at").cloned().map(bytes::Bytes::from);
+            sources
+                .store
+                .split_region(&table, region, at)
+                .map(|[a, b]| {
+                    format!(
+                        "split {table} region {region} into {} [{}, {}) and {} [{}, {})\n",
+                        a.id,
+                        keel_cell::escape_bytes(&a.start_key),
+                        keel_cell::escape_bytes(&a.end_key),
+                        b.id,
+                        keel_cell::escape_bytes(&b.start_key),
+                        keel_cell::escape_bytes(&b.end_key)
+                    )
+                })
+        }
+        "/admin/merge" => {
+            let (Some(a), Some(b)) = (id("a"), id("b")) else {
+                return (400, text, "a=<id>&b=<id> are needed\n".into());
+            };
+            sources.store.merge_regions(&table, a, b).map(|m| {
+                format!(
+                    "merged {table} regions {a} and {b} into {} [{}, {})\n",
+                    m.id,
+                    keel_cell::escape_bytes(&m.start_key),
+                    keel_cell::escape_bytes(&m.end_key)
+                )
+            })
+        }
+        _ => {
+            return (
+                404,
+                text,
+                "admin operations: POST /admin/split, POST /admin/merge\n".into(),
+            );
+        }
+    };
+    match result {
+        Ok(done) => (200, text, done),
+        Err(e) => (409, text, format!("{e}\n")),
+    }
+}
+
 /// A response: status, content type, body, and an `Allow` header for a refused method.
-fn respond(method: &hyper::Method, path: &str, sources: &Sources) -> (u16, &'static str, String) {
+fn respond(
+    method: &hyper::Method,
+    path: &str,
+    query: &str,
+    sources: &Sources,
+) -> (u16, &'static str, String) {
+    if *method == hyper::Method::POST && path.starts_with("/admin/") {
+        return admin(path, query, sources);
+    }
     if !matches!(*method, hyper::Method::GET | hyper::Method::HEAD) {
         return (
             405,
@@ -250,7 +360,12 @@ fn response(
     request: &hyper::Request<hyper::body::Incoming>,
     sources: &Sources,
 ) -> hyper::Response<Body> {
-    let (status, content_type, body) = respond(request.method(), request.uri().path(), sources);
+    let (status, content_type, body) = respond(
+        request.method(),
+        request.uri().path(),
+        request.uri().query().unwrap_or(""),
+        sources,
+    );
     let mut response = hyper::Response::new(Body::from(body));
     *response.status_mut() =
         hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);

@@ -10,7 +10,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use keel_sync::RwLock;
 use keel_wal::Wal;
 
-use super::{Hosted, ServerOptions};
+use super::{Hosted, ServerOptions, Serving, State};
 use crate::limits::{MemoryAccount, Throttle};
 use crate::region::Region;
 
@@ -22,6 +22,8 @@ pub(crate) struct Counters {
     pub(crate) compaction_failures: AtomicU64,
     pub(crate) small_compactions: AtomicU64,
     pub(crate) large_compactions: AtomicU64,
+    pub(crate) splits: AtomicU64,
+    pub(crate) split_failures: AtomicU64,
 }
 
 struct Job {
@@ -31,6 +33,8 @@ struct Job {
 
 /// What every background thread shares.
 pub(crate) struct Shared {
+    /// The server's table operations (for splits and the janitor).
+    state: Weak<State>,
     tables: Weak<RwLock<BTreeMap<String, Hosted>>>,
     wal: Weak<Wal>,
     options: ServerOptions,
@@ -39,6 +43,9 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     small: Sender<Job>,
     large: Sender<Job>,
+    splits: Sender<(String, u64)>,
+    /// Regions with a split queued or running.
+    splitting: keel_sync::Mutex<std::collections::HashSet<u64>>,
     stopped: AtomicBool,
 }
 
@@ -87,12 +94,89 @@ impl Shared {
         match region.flush() {
             Ok(_) => {
                 self.request_compaction(region, false);
+                self.consider_split(region);
                 true
             }
             Err(_) => {
                 self.counters.flush_failures.fetch_add(1, Ordering::Relaxed);
                 false
             }
+        }
+    }
+
+    /// Queues a split of `region` if HBase's `SteppingSplitPolicy` says so: its largest store
+    /// above 2 × the flush size while its table has one region, above `max_region_size` once it
+    /// has several; never while it still refers to a parent's files.
+    fn consider_split(&self, region: &Arc<Region>) {
+        if !self.options.auto_split || region.has_references() {
+            return;
+        }
+        let Some(tables) = self.tables.upgrade() else {
+            return;
+        };
+        let found = tables
+            .read()
+            .iter()
+            .find_map(|(name, hosted)| match &hosted.serving {
+                Serving::Open(live) => {
+                    let regions = live.get();
+                    regions
+                        .all()
+                        .any(|r| r.id() == region.id())
+                        .then(|| (name.clone(), regions.regions.len()))
+                }
+                _ => None,
+            });
+        let Some((table, count)) = found else {
+            return;
+        };
+        let threshold = if count == 1 {
+            2 * self.options.limits.flush_size
+        } else {
+            self.options.max_region_size
+        };
+        if region.largest_store_bytes() <= threshold {
+            return;
+        }
+        if self.splitting.lock().insert(region.id())
+            && self.splits.send((table, region.id())).is_err()
+        {
+            self.splitting.lock().remove(&region.id());
+        }
+    }
+
+    /// The splitter thread's work: one split at a time, the daughters' compactions queued after.
+    fn split_worker(self: &Arc<Shared>, jobs: &Receiver<(String, u64)>) {
+        while let Ok((table, id)) = jobs.recv() {
+            if self.stopped.load(Ordering::Acquire) {
+                return;
+            }
+            let Some(state) = self.state.upgrade() else {
+                return;
+            };
+            match state.split_region(&table, id, None) {
+                Ok(daughters) => {
+                    self.counters.splits.fetch_add(1, Ordering::Relaxed);
+                    if self.options.compact_split_regions
+                        && let Some(regions) = self.regions()
+                    {
+                        for r in regions
+                            .iter()
+                            .filter(|r| daughters.iter().any(|d| d.id == r.id()))
+                        {
+                            self.request_compaction(r, true);
+                        }
+                    }
+                }
+                // A region that changed meanwhile (already split, no split point): nothing to do.
+                Err(crate::error::RegionError::SplitRefused { .. }) => {}
+                Err(e) => {
+                    self.counters.split_failures.fetch_add(1, Ordering::Relaxed);
+                    crate::trace::event!(WARN, table = %table, region = id, error = %e, "a background split failed; the region is as it was");
+                    let _ = e;
+                }
+            }
+            self.splitting.lock().remove(&id);
         }
     }
 
@@ -191,15 +275,25 @@ impl Shared {
             // check during it (the last major is recorded only at its end) does not queue the
             // same work again.
             let bit = if job.major { 2 } else { 1 };
+            let referred = region.has_references();
             let result =
                 region.compact_throttled(&self.options.compaction, job.major, &self.throttle);
             region.compaction_queued.fetch_and(!bit, Ordering::AcqRel);
+            // The last reference to a parent's files may be gone: the janitor looks.
+            if referred
+                && !region.has_references()
+                && let Some(state) = self.state.upgrade()
+            {
+                state.run_janitor();
+            }
             match result {
                 // Flushes may have added files meanwhile: look again.
                 Ok(outcome) if outcome.files_removed > 0 => {
                     self.request_compaction(&region, false);
                 }
                 Ok(_) => {}
+                // The region closed meanwhile (a split, a merge, a disable): not a failure.
+                Err(crate::error::RegionError::CompactionCancelled(_)) => {}
                 Err(_) => {
                     self.counters
                         .compaction_failures
@@ -218,6 +312,7 @@ pub(crate) struct Housekeeping {
 
 impl Housekeeping {
     pub(crate) fn start(
+        state: Weak<State>,
         tables: Weak<RwLock<BTreeMap<String, Hosted>>>,
         wal: Weak<Wal>,
         options: ServerOptions,
@@ -225,7 +320,11 @@ impl Housekeeping {
     ) -> std::io::Result<Housekeeping> {
         let (small, small_jobs) = crossbeam_channel::unbounded();
         let (large, large_jobs) = crossbeam_channel::unbounded();
+        let (splits, split_jobs) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
+            state,
+            splits,
+            splitting: keel_sync::Mutex::new(std::collections::HashSet::new()),
             tables,
             wal,
             throttle: Throttle::new(options.compaction_throughput),
@@ -282,6 +381,17 @@ impl Housekeeping {
                 ));
             }
         }
+        {
+            let s = Arc::downgrade(&shared);
+            started.push(spawn(
+                "keel-region-splitter".to_string(),
+                Box::new(move || {
+                    if let Some(shared) = s.upgrade() {
+                        shared.split_worker(&split_jobs);
+                    }
+                }),
+            ));
+        }
         for handle in started {
             match handle {
                 Ok(handle) => housekeeping.handles.push(handle),
@@ -310,6 +420,8 @@ impl Housekeeping {
     pub(crate) fn stop(&mut self) {
         self.shared.stopped.store(true, Ordering::Release);
         self.shared.throttle.cancel();
+        // Wake the splitter (it sees `stopped` and ends).
+        let _ = self.shared.splits.send((String::new(), 0));
         // Wake every compactor now rather than at its next timeout: an empty job each.
         let options = &self.shared.options;
         for (pool, threads) in [

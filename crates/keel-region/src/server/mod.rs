@@ -226,6 +226,7 @@ impl RegionServer {
             cluster_id,
         };
         let housekeeping = Housekeeping::start(
+            Arc::downgrade(&state),
             Arc::downgrade(&state.tables),
             Arc::downgrade(&state.wal),
             state.options.clone(),
@@ -315,6 +316,8 @@ impl RegionServer {
             stats.small_compactions = c.small_compactions.load(Relaxed);
             stats.large_compactions = c.large_compactions.load(Relaxed);
             stats.compaction_failures = c.compaction_failures.load(Relaxed);
+            stats.splits = c.splits.load(Relaxed);
+            stats.split_failures = c.split_failures.load(Relaxed);
             stats.compaction_throttled = h.shared.throttle.slept();
         }
         stats.chunk_pool_bytes =
@@ -414,8 +417,7 @@ impl RegionServer {
     /// Removes the directories of closed regions nothing refers to any more (the janitor;
     /// the housekeeping thread runs it too, after compactions that drop references).
     pub fn remove_unreferenced_regions(&self) {
-        let catalog = self.state.catalog.lock();
-        self.state.remove_orphans(&catalog);
+        self.state.run_janitor();
     }
 
     /// Queues a compaction of one region of `table` (HBase's `Admin.compactRegion`).
@@ -519,6 +521,13 @@ fn region_id_of(name: &str) -> Option<u64> {
 }
 
 impl State {
+    /// The janitor: removes the directories of regions nothing names or refers to (under the
+    /// catalog's lock, so never a split's daughters before their commit).
+    pub(crate) fn run_janitor(&self) {
+        let catalog = self.catalog.lock();
+        self.remove_orphans(&catalog);
+    }
+
     /// Opens every enabled table's regions: each loads its files, then one pass over the WAL
     /// replays the edits of all that need it. A failure marks the table failed, nothing more.
     pub(crate) fn open_regions(&self, catalog: &Catalog) {

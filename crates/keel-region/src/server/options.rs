@@ -78,6 +78,13 @@ pub struct ServerOptions {
     /// fsync-before-ack for a table that clients create over Thrift1, whose `ColumnDescriptor`
     /// has no field for it. Applied when the table opens or is created.
     pub table_durability: std::collections::BTreeMap<String, Durability>,
+    /// Split regions by size in the background, by HBase's `SteppingSplitPolicy`: a region
+    /// splits once its largest store holds more than 2 × the flush size while its table has
+    /// one region, more than [`ServerOptions::max_region_size`] once it has several. True.
+    pub auto_split: bool,
+    /// `hbase.hregion.max.filesize`: the store size past which a region of a table that already
+    /// has several regions splits (10 GiB).
+    pub max_region_size: u64,
     /// Compact the regions a split or merge makes at once (major compactions in the
     /// background), so that they stop referring to their parents' files and can split again
     /// (HBase compacts daughters the same way). True; tests turn it off to hold references.
@@ -124,6 +131,8 @@ impl Default for ServerOptions {
             table_durability: std::collections::BTreeMap::new(),
             table_split_keys: std::collections::BTreeMap::new(),
             compact_split_regions: true,
+            auto_split: true,
+            max_region_size: 10 << 30,
             max_families_per_table: 256,
             chunk_pool_bytes: None,
         }
@@ -186,6 +195,10 @@ pub struct ServerStats {
     pub compaction_throttled: std::time::Duration,
     /// Bytes of MSLAB chunks kept in the server's pool (free, or returned and still read).
     pub chunk_pool_bytes: u64,
+    /// Regions split by size in the background.
+    pub splits: u64,
+    /// Background splits that failed (the region stays as it was).
+    pub split_failures: u64,
 }
 
 /// Which block cache a server's store files read through.
