@@ -2,7 +2,9 @@
 //! cells, whole rows, and batches spanning regions), flushes and restarts, on tables pre-split
 //! at random keys; after each step, gets route to the right region and scans — forward and
 //! reversed, with start and stop rows, limits, batches and filters — cross region boundaries in
-//! order, exactly as the oracle says.
+//! order, exactly as the oracle says. Splits (at a row, between writes), merges of adjacent
+//! regions and compactions happen among the steps; the regions must stay contiguous. (A scan
+//! running through splits is tested in `tests/split.rs`.)
 
 use std::collections::BTreeMap;
 
@@ -28,6 +30,13 @@ enum Op {
     DeleteRow(usize),
     Flush,
     Reopen,
+    /// Split the region holding this row at it (refused when it is the region's start, or
+    /// while the region refers to its parent's files).
+    Split(usize),
+    /// Merge the region holding this row with the next one.
+    Merge(usize),
+    /// Compact every region (drops references, so they can split and merge again).
+    Compact,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -38,6 +47,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..ROWS.len()).prop_map(Op::DeleteRow),
         1 => Just(Op::Flush),
         1 => Just(Op::Reopen),
+        2 => (0..ROWS.len()).prop_map(Op::Split),
+        1 => (0..ROWS.len()).prop_map(Op::Merge),
+        1 => Just(Op::Compact),
     ]
 }
 
@@ -174,7 +186,6 @@ proptest! {
         let mut ts = 1;
         for op in &ops {
             let t = server.table("t").expect("table");
-            prop_assert_eq!(t.regions().len(), keys.len() + 1);
             match op {
                 Op::Put(r, q, v) => {
                     ts += 1;
@@ -203,7 +214,36 @@ proptest! {
                     server.close().expect("close");
                     server = open();
                 }
+                Op::Split(r) => {
+                    let row = Bytes::copy_from_slice(ROWS[*r].as_bytes());
+                    let region = t.region_for(&row).id();
+                    match server.split_region("t", region, Some(row)) {
+                        Ok(_) | Err(keel_region::RegionError::SplitRefused { .. }) => {}
+                        Err(e) => panic!("split: {e}"),
+                    }
+                }
+                Op::Merge(r) => {
+                    let infos = t.region_infos();
+                    let here = t.region_for(ROWS[*r].as_bytes()).id();
+                    let i = infos.iter().position(|x| x.id == here).expect("listed");
+                    if let Some(next) = infos.get(i + 1) {
+                        match server.merge_regions("t", here, next.id) {
+                            Ok(_) | Err(keel_region::RegionError::SplitRefused { .. }) => {}
+                            Err(e) => panic!("merge: {e}"),
+                        }
+                    }
+                }
+                Op::Compact => {
+                    t.major_compact().expect("compact");
+                }
             }
+            let infos = server.table("t").expect("table").region_infos();
+            prop_assert!(
+                infos.first().is_some_and(|r| r.start_key.is_empty())
+                    && infos.last().is_some_and(|r| r.end_key.is_empty())
+                    && infos.windows(2).all(|w| w[0].end_key == w[1].start_key),
+                "regions contiguous: {:?}", infos
+            );
         }
         let t = server.table("t").expect("table");
         // Gets route by row.
