@@ -30,6 +30,13 @@ pub struct RegionLimits {
     /// lower bound): a table operation is admin work and must not take the CPU and disk that
     /// reads and writes of other tables need. 0: no limit.
     pub preclose_flush_bytes_per_sec: u64,
+    /// `hbase.busy.wait.duration`: how long a write that finds the region above its blocking
+    /// size waits for the flush it requested before it is refused with `RegionTooBusy` (60 s).
+    /// HBase's region refuses at once and its client retries for about this long, so an HBase
+    /// Thrift client sees a slow write, not an error; Keel has no client in between, so the
+    /// region waits. Only a region whose server runs a flusher waits: a region opened on its
+    /// own is flushed by its owner, and refuses at once. Zero: refuse at once.
+    pub busy_wait: Duration,
 }
 
 impl Default for RegionLimits {
@@ -41,6 +48,7 @@ impl Default for RegionLimits {
             blocking_wait: Duration::from_secs(90),
             preclose_flush_size: 5 << 20,
             preclose_flush_bytes_per_sec: 50 << 20,
+            busy_wait: Duration::from_secs(60),
         }
     }
 }
@@ -75,7 +83,7 @@ pub(crate) struct MemoryAccount {
     low: u64,
     timeout: Duration,
     lock: Mutex<()>,
-    below_high: Condvar,
+    released: Condvar,
     blocked_writes: AtomicU64,
     blocked_nanos: AtomicU64,
     wake: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
@@ -104,7 +112,7 @@ impl MemoryAccount {
             low: low.min(high),
             timeout,
             lock: Mutex::new(()),
-            below_high: Condvar::new(),
+            released: Condvar::new(),
             blocked_writes: AtomicU64::new(0),
             blocked_nanos: AtomicU64::new(0),
             wake: Mutex::new(None),
@@ -114,6 +122,18 @@ impl MemoryAccount {
     /// Called when memory is short: wakes whoever flushes.
     pub(crate) fn set_wake(&self, wake: Box<dyn Fn() + Send + Sync>) {
         *self.wake.lock() = Some(wake);
+    }
+
+    /// Whether something flushes when asked ([`MemoryAccount::set_wake`] was called).
+    pub(crate) fn has_flusher(&self) -> bool {
+        self.wake.lock().is_some()
+    }
+
+    /// Waits until some flush releases memory or `timeout` passes.
+    pub(crate) fn wait_for_release(&self, timeout: Duration) {
+        let mut guard = self.lock.lock();
+        self.released
+            .wait_until(&mut guard, Instant::now() + timeout);
     }
 
     pub(crate) fn wake(&self) {
@@ -152,11 +172,11 @@ impl MemoryAccount {
             before >= bytes,
             "released {bytes} of {before} bytes charged"
         );
-        if before >= self.high && before.saturating_sub(bytes) < self.high {
-            // Under the lock, so a writer between its check and its wait cannot miss it.
-            let _guard = self.lock.lock();
-            self.below_high.notify_all();
-        }
+        // Every release (one per flush, not per write) wakes the writers waiting for memory or
+        // for their region's flush. Under the lock, so a writer between its check and its wait
+        // cannot miss it.
+        let _guard = self.lock.lock();
+        self.released.notify_all();
     }
 
     /// Returns at once below the high watermark; otherwise wakes the flusher and waits until
@@ -174,7 +194,7 @@ impl MemoryAccount {
                 break Ok(Some(started.elapsed()));
             }
             // A bounded wait: the flusher may free memory without crossing the mark exactly.
-            self.below_high
+            self.released
                 .wait_until(&mut guard, Instant::now() + Duration::from_millis(50));
             drop(guard);
             if self.used() < self.high {

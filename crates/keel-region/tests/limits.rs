@@ -384,3 +384,77 @@ fn leftovers_of_an_uncommitted_flush_or_compaction_are_removed_on_open() {
     assert_eq!(region.store_file_count(), 1);
     assert!(region.latest(b"a", b"f", b"q").expect("get").is_some());
 }
+
+/// With a flusher running, a write that finds its region above the blocking size waits for the
+/// flush it asked for (HBase's client would retry for `hbase.busy.wait.duration`) instead of
+/// failing; with flushes held back longer than that wait, it is refused as too busy.
+#[test]
+fn a_write_above_the_blocking_size_waits_for_the_flush_then_is_refused() {
+    let open = |dir: &Path, busy_wait: Duration, blocking_store_files: usize| {
+        let options = ServerOptions {
+            limits: RegionLimits {
+                flush_size: 16 << 10,
+                block_multiplier: 2,
+                blocking_store_files,
+                blocking_wait: Duration::from_secs(30),
+                busy_wait,
+                ..RegionLimits::default()
+            },
+            // No compaction: the file count is what holds flushes back in the second part.
+            compaction: keel_region::compaction_policy::CompactionPolicy {
+                min_files: 100,
+                max_files: 100,
+                ..Default::default()
+            },
+            flush_check_interval: Duration::from_secs(3600),
+            auto_split: false,
+            ..ServerOptions::default()
+        };
+        RegionServer::open(dir, options).expect("server")
+    };
+    let value = vec![3u8; 1024];
+    // Flushes go ahead (the file count stays under the blocking count).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = open(dir.path(), Duration::from_secs(30), 100);
+    let t = server
+        .create_table("t", vec![FamilyOptions::new("f")])
+        .expect("create");
+    for i in 0..200 {
+        t.put(format!("r{i:04}").as_bytes(), b"f", b"q", &value)
+            .unwrap_or_else(|e| panic!("put {i}: {e}"));
+    }
+    let stats = t.region().stats();
+    assert_eq!(stats.busy_refusals, 0, "{stats:?}");
+    assert!(stats.blocked_writes > 0, "no write waited: {stats:?}");
+    assert!(stats.flushes >= 3, "{stats:?}");
+    drop(t);
+    server.close().expect("close");
+
+    // Every flush held back for 30 s (one file is already the blocking count and no
+    // compaction runs): a write past the blocking size waits 300 ms, then is refused.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = open(dir.path(), Duration::from_millis(300), 1);
+    let t = server
+        .create_table("t", vec![FamilyOptions::new("f")])
+        .expect("create");
+    t.put(b"first", b"f", b"q", b"v").expect("put");
+    t.region().flush().expect("flush");
+    let mut n = 0;
+    let started = loop {
+        let started = Instant::now();
+        match t.put(format!("s{n:04}").as_bytes(), b"f", b"q", &value) {
+            Ok(_) => n += 1,
+            Err(RegionError::RegionTooBusy { .. }) => break started,
+            Err(e) => panic!("put: {e}"),
+        }
+        assert!(n < 100, "never refused");
+    };
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300),
+        "refused after {waited:?}"
+    );
+    assert_eq!(t.region().stats().busy_refusals, 1);
+    drop(t);
+    server.close().expect("close");
+}

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use keel_region::matcher::ReadQuery;
-use keel_region::{FamilyOptions, RegionError, RegionLimits, RegionServer, ServerOptions};
+use keel_region::{FamilyOptions, RegionLimits, RegionServer, ServerOptions};
 use tracing::span::{Attributes, Id};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
@@ -146,15 +146,15 @@ fn spans_and_events_cover_the_paths_and_follow_across_threads() {
         assert!(count("block cache hit") >= 2, "{:?}", seen.events);
     }
 
-    // A refused write asks for a flush; the flusher thread's flush follows from that write.
+    // A write past the blocking size asks for a flush and waits for it; the flusher thread's
+    // flush follows from that write.
     let value = vec![0u8; 1024];
     let mut n = 0;
-    loop {
-        match t.put(format!("r{n}").as_bytes(), b"f", b"q", &value) {
-            Ok(_) => n += 1,
-            Err(RegionError::RegionTooBusy { .. }) => break,
-            Err(e) => panic!("{e}"),
-        }
+    while t.region().stats().blocked_writes == 0 {
+        t.put(format!("r{n}").as_bytes(), b"f", b"q", &value)
+            .expect("put");
+        n += 1;
+        assert!(n < 1000, "no write waited for a flush");
     }
     wait_until(|| {
         seen()

@@ -46,6 +46,9 @@ pub struct Settings {
     pub block_multiplier: u64,
     /// `hbase.hstore.blockingStoreFiles` (16).
     pub blocking_store_files: usize,
+    /// `hbase.busy.wait.duration` in ms (60 000): how long a write to a region above its
+    /// blocking size waits for the flush before it is refused as too busy.
+    pub busy_wait: Duration,
     /// `hbase.regionserver.thrift.framed.max_frame_size_in_mb`, as bytes (Keel: 16 MiB; HBase 2).
     pub max_frame: usize,
     /// `hbase.client.scanner.timeout.period` in ms (60 000).
@@ -110,6 +113,7 @@ impl Default for Settings {
             split_policy: SplitPolicy::Stepping,
             block_multiplier: 4,
             blocking_store_files: 16,
+            busy_wait: Duration::from_secs(60),
             max_frame: 16 << 20,
             scanner_lease: Duration::from_secs(60),
             max_connections: 1000,
@@ -504,7 +508,7 @@ pub static SETTINGS: &[Setting] = &[
         "hbase.hregion.memstore.block.multiplier",
         "block-multiplier",
         "N",
-        "writes are refused above flush size × this",
+        "above flush size × this a write waits for the flush (see hbase.busy.wait.duration)",
         block_multiplier,
         int,
         ("8", "8")
@@ -517,6 +521,13 @@ pub static SETTINGS: &[Setting] = &[
         blocking_store_files,
         usize_of,
         ("32", "32")
+    ),
+    millis!(
+        "hbase.busy.wait.duration",
+        "busy-wait-ms",
+        "a write to a region above its blocking size waits this long for the flush, then is refused",
+        busy_wait,
+        "10000"
     ),
     Setting {
         key: "hbase.regionserver.thrift.framed.max_frame_size_in_mb",

@@ -201,6 +201,7 @@ fn serve(args: &Serve) -> Result<(), String> {
     store_options.auto_split = s.split_policy == keel_server::config::SplitPolicy::Stepping;
     store_options.limits.block_multiplier = s.block_multiplier;
     store_options.limits.blocking_store_files = s.blocking_store_files;
+    store_options.limits.busy_wait = s.busy_wait;
     store_options.default_durability = s.default_durability();
     store_options.table_durability = s.table_durability.clone();
     store_options.table_split_keys = s.table_split_keys.clone();

@@ -143,15 +143,35 @@ fn write_until_refused(port: u16, writer: usize) -> Acknowledged {
 
 #[test]
 fn sigkill_under_a_write_load_loses_no_acknowledged_write() {
+    let regions = sigkill_under_load("", Duration::from_millis(1500));
+    assert_eq!(regions, 1, "no split was asked for");
+}
+
+/// The same kill, with flushes and splits running under the load: a flush every 64 KiB and
+/// a split once a region's store passes 128 KiB, so the kill can land mid-flush, mid-split
+/// or mid-compaction of daughters. Every acknowledged write is still found, once.
+#[test]
+fn sigkill_while_regions_split_under_load_loses_no_acknowledged_write() {
+    let regions = sigkill_under_load(
+        "\"hbase.hregion.memstore.flush.size\" = 65536\n\"hbase.hregion.max.filesize\" = 262144\n",
+        Duration::from_millis(4000),
+    );
+    assert!(regions > 1, "the load split the table ({regions} regions)");
+}
+
+/// Runs eight happybase-style writers against `keel serve` with `extra` settings for `load`,
+/// SIGKILLs it, restarts it and checks every acknowledged write. Returns the table's region
+/// count after the restart.
+fn sigkill_under_load(extra: &str, load: Duration) -> usize {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (port, config) = write_config(dir.path(), "");
+    let (port, config) = write_config(dir.path(), extra);
     let mut server = start(&config);
     let mut c = connect(port);
     create_table(&mut c);
     let writers: Vec<_> = (0..8)
         .map(|w| std::thread::spawn(move || write_until_refused(port, w)))
         .collect();
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(load);
     server.0.kill().expect("SIGKILL");
     server.0.wait().expect("reaped");
     let acked: Vec<Acknowledged> = writers
@@ -208,5 +228,12 @@ fn sigkill_under_a_write_load_loses_no_acknowledged_write() {
             "writer {writer}: counter {value}, acknowledged {}",
             a.increments
         );
+    }
+    match c
+        .call(&Call::GetTableRegions { table: b("t") })
+        .expect("regions")
+    {
+        Reply::Regions(regions) => regions.len(),
+        other => panic!("{other:?}"),
     }
 }

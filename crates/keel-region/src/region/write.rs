@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use keel_cell::{Cell, LATEST_TIMESTAMP};
@@ -24,16 +24,9 @@ impl Region {
     pub(super) fn check_resources(&self) -> Result<(), RegionError> {
         // A closing region refuses at once rather than after waiting for memory.
         self.check_open(true)?;
-        let size = self.memstore_size();
         let limit = self.limits.blocking_memstore_size();
-        if size > limit {
-            self.counters.busy_refusals.fetch_add(1, Ordering::Relaxed);
-            self.request_flush();
-            return Err(RegionError::RegionTooBusy {
-                region: self.id,
-                memstore: size,
-                limit,
-            });
+        if self.memstore_size() > limit {
+            self.wait_for_flush(limit)?;
         }
         match self.account.wait_below_high() {
             Ok(None) => Ok(()),
@@ -49,6 +42,35 @@ impl Region {
                     waited,
                 })
             }
+        }
+    }
+
+    /// Above the blocking size: requests a flush and, where a flusher runs, waits up to
+    /// `limits.busy_wait` for the memstores to come back under `limit` (HBase's client would
+    /// retry for that long); refuses with `RegionTooBusy` if they do not, or at once if the
+    /// region starts closing (the caller follows a split to its daughters).
+    fn wait_for_flush(&self, limit: u64) -> Result<(), RegionError> {
+        let started = Instant::now();
+        let waits = self.limits.busy_wait > Duration::ZERO && self.account.has_flusher();
+        loop {
+            self.request_flush();
+            let size = self.memstore_size();
+            if size <= limit {
+                self.counters.blocked(started.elapsed());
+                return Ok(());
+            }
+            let left = self.limits.busy_wait.saturating_sub(started.elapsed());
+            if !waits || left.is_zero() {
+                self.counters.busy_refusals.fetch_add(1, Ordering::Relaxed);
+                return Err(RegionError::RegionTooBusy {
+                    region: self.id,
+                    memstore: size,
+                    limit,
+                });
+            }
+            self.account
+                .wait_for_release(left.min(Duration::from_millis(20)));
+            self.check_open(true)?;
         }
     }
 
