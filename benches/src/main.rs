@@ -48,8 +48,12 @@ enum TargetKind {
     Embedded,
     /// keel-thrift's client against a running `keel serve`.
     Thrift,
-    /// fjall, for comparison (needs `--features peers`).
+    /// fjall, for comparison.
     Fjall,
+    /// sled, for comparison.
+    Sled,
+    /// redb, for comparison.
+    Redb,
     /// RocksDB, for comparison (needs `--features peers`).
     Rocksdb,
 }
@@ -245,8 +249,8 @@ fn ycsb(a: &YcsbArgs) -> Result<(), String> {
             Box::new(Embedded::new(&store, &workload.table, &family, layout)?)
         }
         TargetKind::Thrift => Box::new(Thrift::new(a.thrift, &workload.table, &family, layout)?),
-        TargetKind::Fjall | TargetKind::Rocksdb => {
-            peer(a.target, &store_dir, &workload.table, &a.durability)?
+        TargetKind::Fjall | TargetKind::Sled | TargetKind::Redb | TargetKind::Rocksdb => {
+            peer(a.target, &store_dir, &a.durability)?
         }
     };
     eprintln!("keel-bench ycsb: {}", target.describe());
@@ -281,29 +285,25 @@ fn ycsb(a: &YcsbArgs) -> Result<(), String> {
     Ok(())
 }
 
-#[cfg(feature = "peers")]
+/// A peer engine as the target, writing at `durability` (`sync` or `fsync`).
 fn peer(
     kind: TargetKind,
     dir: &std::path::Path,
-    table: &str,
     durability: &str,
 ) -> Result<Box<dyn Target>, String> {
-    use keel_bench::ycsb::peers::{Fjall, PeerDurability, RocksDb};
-    let durability = if durability == "fsync" {
-        PeerDurability::Fsync
-    } else {
-        PeerDurability::Sync
+    use keel_bench::ycsb::peers::{self, Peer, PeerKind, WriteMode};
+    let kind = match kind {
+        TargetKind::Fjall => PeerKind::Fjall,
+        TargetKind::Sled => PeerKind::Sled,
+        TargetKind::Redb => PeerKind::Redb,
+        _ => PeerKind::RocksDb,
     };
-    Ok(if kind == TargetKind::Fjall {
-        Box::new(Fjall::open(dir, table, durability)?)
+    let mode = if durability == "fsync" {
+        WriteMode::Fsync
     } else {
-        Box::new(RocksDb::open(dir, durability)?)
-    })
-}
-
-#[cfg(not(feature = "peers"))]
-fn peer(_: TargetKind, _: &std::path::Path, _: &str, _: &str) -> Result<Box<dyn Target>, String> {
-    Err("the peers need the peers feature: cargo run --release -p keel-bench --features peers -- ycsb … (RocksDB's C++ takes minutes to build)".into())
+        WriteMode::Sync
+    };
+    Ok(Box::new(Peer::new(kind, peers::open(kind, dir)?, mode)))
 }
 
 /// One seed experiment: the HBase report it reproduces and what measures it.

@@ -90,6 +90,12 @@ const BENCHES: &[Suite] = &[
         target: "regions",
     },
     Suite {
+        name: "peers",
+        about: "Keel vs fjall, sled, redb (and RocksDB in the full run) on YCSB A, C, E, F and increments, sync and fsync",
+        package: "keel-bench",
+        target: "peers",
+    },
+    Suite {
         name: "thrift",
         about: "keel-thrift: decoding a mutateRows request, binary and compact, vs the thrift crate",
         package: "keel-thrift",
@@ -345,6 +351,11 @@ pub(crate) fn bench(name: &str, quick: bool, plot: bool) -> Result<(), String> {
         "--bench",
         suite.target,
     ];
+    // The full peers comparison includes RocksDB, whose C++ build (minutes, libclang) the
+    // quick run skips.
+    if name == "peers" && !quick {
+        args.extend(["--features", "keel-bench/peers"]);
+    }
     if quick || plot {
         args.push("--");
     }

@@ -195,6 +195,16 @@ impl Report {
         }
     }
 
+    /// Operations that returned `ERROR`.
+    pub fn errors(&self) -> u64 {
+        self.ops
+            .iter()
+            .flat_map(|op| &op.returns)
+            .filter(|(status, _)| status == "ERROR")
+            .map(|(_, n)| n)
+            .sum()
+    }
+
     /// Throughput as YCSB computes it: 1000 × operations / runtime in ms.
     pub fn throughput(&self) -> f64 {
         if self.runtime_ms == 0 {

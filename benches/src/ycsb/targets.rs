@@ -77,11 +77,12 @@ fn now_ms() -> i64 {
 }
 
 /// Keel embedded: direct keel-region calls.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Embedded {
     table: Table,
     family: Bytes,
     layout: Layout,
+    durability: Durability,
 }
 
 impl Embedded {
@@ -102,7 +103,14 @@ impl Embedded {
             table: t,
             family: Bytes::copy_from_slice(family.as_bytes()),
             layout,
+            durability: Durability::UseDefault,
         })
+    }
+
+    /// The same table, its writes at `durability` instead of the store's default.
+    pub fn with_durability(mut self, durability: Durability) -> Embedded {
+        self.durability = durability;
+        self
     }
 }
 
@@ -110,6 +118,7 @@ struct EmbeddedDb {
     table: Table,
     family: Bytes,
     layout: Layout,
+    durability: Durability,
 }
 
 impl EmbeddedDb {
@@ -160,7 +169,7 @@ impl EmbeddedDb {
             )
             .map(|c| vec![c]),
         };
-        match cells.map(|cells| self.table.mutate(cells, Durability::UseDefault)) {
+        match cells.map(|cells| self.table.mutate(cells, self.durability)) {
             Ok(Ok(_)) => Status::Ok,
             _ => Status::Error,
         }
@@ -222,6 +231,7 @@ impl Target for Embedded {
             table: self.table.clone(),
             family: self.family.clone(),
             layout: self.layout,
+            durability: self.durability,
         }))
     }
 

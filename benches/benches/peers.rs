@@ -1,0 +1,81 @@
+//! `cargo xtask bench peers [--quick]`: Keel beside fjall, sled, redb and (with keel-bench's
+//! `peers` feature) RocksDB on YCSB A, C, E, F and the increment test, at matched durability,
+//! interleaved, each measurement on a fresh store (`keel_bench::ycsb::compare`). Prints a table
+//! of medians with their spread, then `figure: peers_<workload>_<durability>_keel_vs_best` per
+//! row and `figure: peers_columns_vs_cell_<workload>` for the reads and scans.
+
+#![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
+
+use keel_bench::ycsb::compare::{self, Engine, Plan, Work, columns_vs_cell, keel_vs_best};
+use keel_testkit::figure;
+
+fn main() -> Result<(), String> {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let plan = Plan::new(quick);
+    println!(
+        "peers: {} records of 10 x 100 B, {} YCSB threads, {} round(s), engines alternate their order each round; peers: {}",
+        plan.records,
+        plan.threads,
+        plan.rounds,
+        plan.peers
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    // Increments are one cell in either layout: Keel runs once there.
+    let name = |row: &compare::Row, engine: Engine| match (row.work, engine) {
+        (Work::Increment { .. }, Engine::Keel(_)) => "Keel".to_string(),
+        _ => engine.name(),
+    };
+    let results = compare::run(&plan, &mut |row, engine, ops| {
+        println!(
+            "  {} {}: {} {ops:.0} ops/s",
+            row.name,
+            row.level(),
+            name(row, engine)
+        );
+    })?;
+    println!();
+    println!("| row | engine | ops/s (median) | rounds |");
+    println!("|---|---|---|---|");
+    for (row, measured) in &results {
+        let label = match row.work {
+            Work::Ycsb(_) => format!("{} {}", row.name.to_uppercase(), row.level()),
+            Work::Increment { threads, .. } => format!("increment {threads} thr {}", row.level()),
+        };
+        for m in measured {
+            let rounds: Vec<String> = m.rounds.iter().map(|r| format!("{r:.0}")).collect();
+            println!(
+                "| {label} | {} | {:.0} | {} |",
+                name(row, m.engine),
+                m.median(),
+                rounds.join(" / ")
+            );
+        }
+    }
+    println!();
+    for (row, measured) in &results {
+        if let Some(ratio) = keel_vs_best(row, measured) {
+            println!(
+                "{}",
+                figure(
+                    &format!("peers_{}_{}_keel_vs_best", row.name, row.level()),
+                    ratio
+                )
+            );
+        }
+    }
+    for (row, measured) in &results {
+        if matches!(row.work, Work::Ycsb("c" | "e"))
+            && row.level() == "sync"
+            && let Some(ratio) = columns_vs_cell(measured)
+        {
+            println!(
+                "{}",
+                figure(&format!("peers_columns_vs_cell_{}", row.name), ratio)
+            );
+        }
+    }
+    Ok(())
+}
