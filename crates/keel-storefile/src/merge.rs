@@ -3,7 +3,6 @@
 //! newer source (HBase's `KeyValueHeap`).
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 use keel_cell::{Cell, CellKey};
 
@@ -84,45 +83,79 @@ impl KeyValueScanner for VecScanner {
     }
 }
 
-struct Head {
-    key: CellKey,
-    source: usize,
-}
-
-impl PartialEq for Head {
-    fn eq(&self, other: &Head) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for Head {}
-impl PartialOrd for Head {
-    fn partial_cmp(&self, other: &Head) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Head {
-    /// Max-heap order: the smallest key is "greatest"; on equal keys the newer (higher) source.
-    fn cmp(&self, other: &Head) -> Ordering {
-        other
-            .key
-            .cmp(&self.key)
-            .then(self.source.cmp(&other.source))
-    }
-}
-
 /// Merges scanners; sources are listed oldest first, and on equal keys a later source's cell
 /// comes first.
+///
+/// The source whose cell comes next is kept out of the heap (HBase's `KeyValueHeap.current`):
+/// taking a cell compares that source's next cell with the heap's top once and touches the
+/// heap only when another source now comes first. A row's cells mostly come from one source,
+/// so most steps cost one key comparison, where a heap of owned keys cost a pop, a push and a
+/// clone of the key (three reference counts on the shared block) for every cell. The heap holds
+/// source indices and compares the sources' own current cells: nothing is copied into it.
 pub struct MergeScanner<'a> {
     sources: Vec<Box<dyn KeyValueScanner + 'a>>,
-    heap: BinaryHeap<Head>,
+    /// The source whose current cell comes first; `None` when every source is exhausted.
+    current: Option<usize>,
+    /// The other sources that hold a cell: a binary min-heap by [`comes_before`].
+    heap: Vec<usize>,
 }
 
 impl std::fmt::Debug for MergeScanner<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MergeScanner")
             .field("sources", &self.sources.len())
-            .field("live", &self.heap.len())
+            .field(
+                "live",
+                &(self.heap.len() + usize::from(self.current.is_some())),
+            )
             .finish()
+    }
+}
+
+type Sources<'s, 'a> = &'s [Box<dyn KeyValueScanner + 'a>];
+
+/// Whether source `a`'s current cell comes before source `b`'s: the smaller key, and on equal
+/// keys the later (newer) source. An exhausted source comes after every other.
+fn comes_before(sources: Sources<'_, '_>, a: usize, b: usize) -> bool {
+    match (sources[a].peek(), sources[b].peek()) {
+        (Some(x), Some(y)) => match x.key().cmp(y.key()) {
+            Ordering::Less => true,
+            Ordering::Greater => false,
+            Ordering::Equal => a > b,
+        },
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
+fn sift_up(sources: Sources<'_, '_>, heap: &mut [usize], mut i: usize) {
+    while i > 0 {
+        let parent = (i - 1) / 2;
+        if !comes_before(sources, heap[i], heap[parent]) {
+            break;
+        }
+        heap.swap(i, parent);
+        i = parent;
+    }
+}
+
+fn sift_down(sources: Sources<'_, '_>, heap: &mut [usize], mut i: usize) {
+    loop {
+        let left = 2 * i + 1;
+        if left >= heap.len() {
+            break;
+        }
+        let right = left + 1;
+        let child = if right < heap.len() && comes_before(sources, heap[right], heap[left]) {
+            right
+        } else {
+            left
+        };
+        if !comes_before(sources, heap[child], heap[i]) {
+            break;
+        }
+        heap.swap(i, child);
+        i = child;
     }
 }
 
@@ -133,53 +166,106 @@ impl<'a> MergeScanner<'a> {
         start: &CellKey,
     ) -> Result<MergeScanner<'a>> {
         let mut merge = MergeScanner {
+            heap: Vec::with_capacity(sources.len()),
             sources,
-            heap: BinaryHeap::new(),
+            current: None,
         };
         merge.seek(start)?;
         Ok(merge)
     }
 
-    fn push(&mut self, source: usize) {
-        if let Some(cell) = self.sources[source].peek() {
-            self.heap.push(Head {
-                key: cell.key().clone(),
-                source,
-            });
+    /// Adds `source` to the merge if it holds a cell (it must be in neither `current` nor
+    /// the heap).
+    fn add(&mut self, source: usize) {
+        if self.sources[source].peek().is_none() {
+            return;
         }
+        let source = match self.current {
+            None => {
+                self.current = Some(source);
+                return;
+            }
+            Some(current) if comes_before(&self.sources, source, current) => {
+                self.current = Some(source);
+                current
+            }
+            Some(_) => source,
+        };
+        self.heap.push(source);
+        let last = self.heap.len() - 1;
+        sift_up(&self.sources, &mut self.heap, last);
+    }
+
+    /// The heap's first source, taken out of it.
+    fn pop(&mut self) -> Option<usize> {
+        if self.heap.is_empty() {
+            return None;
+        }
+        let first = self.heap.swap_remove(0);
+        sift_down(&self.sources, &mut self.heap, 0);
+        Some(first)
+    }
+
+    /// After `current` moved forward: it stays current while it still comes first, gives way
+    /// to the heap's top when that comes first now, and leaves the merge when exhausted.
+    fn settle(&mut self) {
+        let Some(current) = self.current else {
+            return;
+        };
+        if self.sources[current].peek().is_none() {
+            self.current = self.pop();
+            return;
+        }
+        if let Some(&top) = self.heap.first()
+            && comes_before(&self.sources, top, current)
+        {
+            self.heap[0] = current;
+            sift_down(&self.sources, &mut self.heap, 0);
+            self.current = Some(top);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.current = None;
+        self.heap.clear();
     }
 }
 
 impl KeyValueScanner for MergeScanner<'_> {
     fn peek(&self) -> Option<&Cell> {
-        self.heap.peek().and_then(|h| self.sources[h.source].peek())
+        self.current.and_then(|c| self.sources[c].peek())
     }
 
     fn next(&mut self) -> Result<Option<Cell>> {
-        let Some(head) = self.heap.pop() else {
+        let Some(current) = self.current else {
             return Ok(None);
         };
-        let cell = self.sources[head.source].next()?;
-        self.push(head.source);
+        let cell = self.sources[current].next()?;
+        self.settle();
         Ok(cell)
     }
 
     fn seek(&mut self, key: &CellKey) -> Result<()> {
-        self.heap.clear();
+        self.clear();
         for source in 0..self.sources.len() {
             self.sources[source].seek(key)?;
-            self.push(source);
+            self.add(source);
         }
         Ok(())
     }
 
-    /// Only the sources standing before `key` move (each by its own reseek); the rest, and
-    /// the heap's order among them, stay as they are.
+    /// Reseeks only the sources whose current cell is before `key`, the first one first: once
+    /// the first cell is at or past `key`, every source's is.
     fn reseek(&mut self, key: &CellKey) -> Result<()> {
-        while self.heap.peek().is_some_and(|head| &head.key < key) {
-            let Some(head) = self.heap.pop() else { break };
-            self.sources[head.source].reseek(key)?;
-            self.push(head.source);
+        while let Some(current) = self.current {
+            if self.sources[current]
+                .peek()
+                .is_some_and(|cell| cell.key() >= key)
+            {
+                break;
+            }
+            self.sources[current].reseek(key)?;
+            self.settle();
         }
         Ok(())
     }
@@ -188,7 +274,7 @@ impl KeyValueScanner for MergeScanner<'_> {
     /// and the sources that stopped at an earlier row move forward to it (they then stand past
     /// it, as a forward merge from that row wants).
     fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
-        self.heap.clear();
+        self.clear();
         let mut best: Option<bytes::Bytes> = None;
         for source in &mut self.sources {
             source.seek_before_row(row)?;
@@ -209,7 +295,7 @@ impl KeyValueScanner for MergeScanner<'_> {
             {
                 self.sources[source].seek(&first)?;
             }
-            self.push(source);
+            self.add(source);
         }
         Ok(())
     }
