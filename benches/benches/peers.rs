@@ -3,6 +3,7 @@
 //! interleaved, each measurement on a fresh store (`keel_bench::ycsb::compare`). Prints a table
 //! of medians with their spread, then `figure: peers_<workload>_<durability>_keel_vs_best` per
 //! row and `figure: peers_columns_vs_cell_<workload>` for the reads and scans.
+//! `--rows a,increment`, `--engines keel,sled` and `--rounds N` narrow or lengthen a run.
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
@@ -10,8 +11,28 @@ use keel_bench::ycsb::compare::{self, Engine, Plan, Work, columns_vs_cell, keel_
 use keel_testkit::figure;
 
 fn main() -> Result<(), String> {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let plan = Plan::new(quick);
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    // `--rows a,increment`, `--engines keel,fjall` and `--rounds N` narrow or lengthen the run
+    // (to profile one row, or measure it longer).
+    let list = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map(|v| v.split(',').map(str::to_lowercase).collect::<Vec<_>>())
+    };
+    let mut plan = Plan::new(quick);
+    if let Some(rounds) = list("--rounds").and_then(|r| r.first()?.parse().ok()) {
+        plan.rounds = rounds;
+    }
+    if let Some(rows) = list("--rows") {
+        plan.rows.retain(|r| rows.iter().any(|n| n == r.name));
+    }
+    if let Some(engines) = list("--engines") {
+        plan.keel = engines.iter().any(|e| e == "keel");
+        plan.peers
+            .retain(|p| engines.iter().any(|e| *e == p.name().to_lowercase()));
+    }
     println!(
         "peers: {} records of 10 x 100 B, {} YCSB threads, {} round(s), engines alternate their order each round; peers: {}",
         plan.records,

@@ -88,6 +88,8 @@ pub struct Plan {
     pub rows: Vec<Row>,
     /// The peers.
     pub peers: Vec<PeerKind>,
+    /// Whether Keel runs (left out only to profile a peer alone).
+    pub keel: bool,
 }
 
 impl Plan {
@@ -126,15 +128,19 @@ impl Plan {
                 increment(WriteMode::Fsync, 400),
             ],
             peers: PeerKind::built(),
+            keel: true,
         }
     }
 
     /// The engines a row runs: both Keel layouts where the layout matters (increments are
     /// one cell in either), and every peer.
     pub fn engines(&self, row: &Row) -> Vec<Engine> {
-        let mut engines = vec![Engine::Keel(Layout::Columns)];
-        if matches!(row.work, Work::Ycsb(_)) {
-            engines.push(Engine::Keel(Layout::Cell));
+        let mut engines = Vec::new();
+        if self.keel {
+            engines.push(Engine::Keel(Layout::Columns));
+            if matches!(row.work, Work::Ycsb(_)) {
+                engines.push(Engine::Keel(Layout::Cell));
+            }
         }
         engines.extend(self.peers.iter().map(|&p| Engine::Peer(p)));
         engines

@@ -117,6 +117,20 @@ pub fn encode_record(payload: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(payload);
 }
 
+/// Appends `entry` to `out` as one record, encoded in place (no intermediate payload): the same
+/// bytes as [`encode_record`] of the entry's encoding.
+pub(crate) fn encode_entry_record(entry: &WalEntry, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0; RECORD_HEADER_LEN]);
+    entry.encode(out);
+    let len = u32::try_from(out.len() - start - RECORD_HEADER_LEN)
+        .unwrap_or(u32::MAX)
+        .to_le_bytes();
+    let crc = record_crc(len, &out[start + RECORD_HEADER_LEN..]);
+    out[start..start + 4].copy_from_slice(&len);
+    out[start + 4..start + RECORD_HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
+}
+
 /// The CRC a record stores: over its length bytes and its payload.
 pub(crate) fn record_crc(len: [u8; 4], payload: &[u8]) -> u32 {
     let mut hasher = crc32fast::Hasher::new();
@@ -137,4 +151,38 @@ pub fn parse_segment_name(name: &str) -> Option<u64> {
         return None;
     }
     digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_encoded_in_place_is_the_framed_payload() {
+        let cells = (0..3)
+            .map(|i| {
+                Cell::builder(format!("row{i}"), "f")
+                    .qualifier("q")
+                    .timestamp(i)
+                    .sequence_id(7)
+                    .value(vec![i as u8; 10 * i as usize])
+                    .build()
+                    .expect("test setup")
+            })
+            .collect();
+        let entry = WalEntry {
+            region: 3,
+            sequence_id: 7,
+            write_time_ms: 1_700_000_000_000,
+            cells,
+        };
+        let mut payload = Vec::new();
+        entry.encode(&mut payload);
+        let mut framed = vec![0xAA];
+        encode_record(&payload, &mut framed);
+        let mut in_place = vec![0xAA];
+        encode_entry_record(&entry, &mut in_place);
+        assert_eq!(in_place, framed);
+        assert_eq!(in_place.len(), 1 + RECORD_HEADER_LEN + entry.encoded_len());
+    }
 }

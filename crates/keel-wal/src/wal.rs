@@ -15,7 +15,7 @@ use keel_sync::thread::{JoinHandle, spawn_named};
 use keel_sync::{Condvar, Mutex, MutexGuard};
 
 use crate::error::WalError;
-use crate::format::{WalEntry, encode_record};
+use crate::format::{RECORD_HEADER_LEN, WalEntry, encode_entry_record};
 use crate::metrics::{AppendTimings, Metrics, WalStats};
 use crate::options::{Durability, WalOptions};
 use crate::replay::{ReplayOptions, replay};
@@ -190,6 +190,13 @@ impl Wal {
                 max: shared.options.max_entry_size,
             });
         }
+        // Encoded and checksummed before the log's lock is taken: every appender of every region
+        // takes that lock, so it holds only the checks and one copy into the pending buffer.
+        let mut record = Vec::new();
+        if durability != Durability::SkipWal {
+            record.reserve_exact(RECORD_HEADER_LEN + size);
+            encode_entry_record(entry, &mut record);
+        }
         let mut state = shared.state.lock();
         check_usable(&state)?;
         // An entry of a closed region would keep no segment alive: it could be truncated away
@@ -227,9 +234,7 @@ impl Wal {
             state.space_waiters -= 1;
             check_usable(&state)?;
         }
-        let mut payload = Vec::with_capacity(size);
-        entry.encode(&mut payload);
-        encode_record(&payload, &mut state.pending);
+        state.pending.extend_from_slice(&record);
         state.pending_entries += 1;
         state.pending_meta.push((entry.region, entry.sequence_id));
         #[cfg(feature = "tracing")]
