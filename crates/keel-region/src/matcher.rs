@@ -17,6 +17,7 @@
 //!   older than the family TTL is returned only while fewer than `min_versions` have been.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use keel_cell::{Cell, CellType};
@@ -110,14 +111,19 @@ impl ReadQuery {
 #[derive(Debug)]
 pub struct Matcher {
     query: ReadQuery,
-    families: HashMap<Bytes, FamilyRules>,
-    /// The (row, family) the trackers below describe.
-    group: Option<(Bytes, Bytes)>,
+    families: Arc<HashMap<Bytes, FamilyRules>>,
+    /// The (row, family) the trackers below describe, when `in_group`: copied into buffers the
+    /// matcher reuses, not shared with the cell (cloning a `Bytes` is a reference count on the
+    /// block every reader of it shares).
+    group_row: Vec<u8>,
+    group_family: Vec<u8>,
+    in_group: bool,
     family_delete_ts: Option<i64>,
     family_version_deletes: HashSet<i64>,
     rules: FamilyRules,
-    /// The qualifier the column trackers below describe.
-    column: Option<Bytes>,
+    /// The qualifier the column trackers below describe, when `in_column`.
+    column: Vec<u8>,
+    in_column: bool,
     column_delete_ts: Option<i64>,
     version_deletes: HashSet<i64>,
     last_ts: Option<i64>,
@@ -128,14 +134,22 @@ pub struct Matcher {
 impl Matcher {
     /// A matcher for `query`, with `families`' rules (a family not listed gets the defaults).
     pub fn new(query: ReadQuery, families: HashMap<Bytes, FamilyRules>) -> Matcher {
+        Matcher::with_rules(query, Arc::new(families))
+    }
+
+    /// [`Matcher::new`] with rules shared with other matchers (a region builds them once).
+    pub fn with_rules(query: ReadQuery, families: Arc<HashMap<Bytes, FamilyRules>>) -> Matcher {
         Matcher {
             query,
             families,
-            group: None,
+            group_row: Vec::new(),
+            group_family: Vec::new(),
+            in_group: false,
             family_delete_ts: None,
             family_version_deletes: HashSet::new(),
             rules: FamilyRules::default(),
-            column: None,
+            column: Vec::new(),
+            in_column: false,
             column_delete_ts: None,
             version_deletes: HashSet::new(),
             last_ts: None,
@@ -230,12 +244,15 @@ impl Matcher {
 
     /// Resets the trackers when `cell` starts a new (row, family) or a new column.
     fn enter(&mut self, cell: &Cell) {
-        let same_group = self
-            .group
-            .as_ref()
-            .is_some_and(|(r, f)| r == cell.row() && f == cell.family());
+        let same_group = self.in_group
+            && self.group_row[..] == cell.row()[..]
+            && self.group_family[..] == cell.family()[..];
         if !same_group {
-            self.group = Some((cell.row().clone(), cell.family().clone()));
+            self.in_group = true;
+            self.group_row.clear();
+            self.group_row.extend_from_slice(cell.row());
+            self.group_family.clear();
+            self.group_family.extend_from_slice(cell.family());
             self.family_delete_ts = None;
             self.family_version_deletes.clear();
             self.rules = self
@@ -243,10 +260,12 @@ impl Matcher {
                 .get(cell.family())
                 .copied()
                 .unwrap_or_default();
-            self.column = None;
+            self.in_column = false;
         }
-        if self.column.as_ref() != Some(cell.qualifier()) {
-            self.column = Some(cell.qualifier().clone());
+        if !self.in_column || self.column[..] != cell.qualifier()[..] {
+            self.in_column = true;
+            self.column.clear();
+            self.column.extend_from_slice(cell.qualifier());
             self.column_delete_ts = None;
             self.version_deletes.clear();
             self.last_ts = None;

@@ -35,6 +35,9 @@ pub struct RegionScanner {
     done: bool,
     /// Cells taken from the merge (what the scan read, whatever it returned).
     cells_read: u64,
+    /// Cells the last row returned: the next row's buffer starts that large (a scan's rows
+    /// are mostly alike, and growing the buffer moves every cell already in it).
+    row_hint: usize,
     /// A reversed scan's filter hint already moved the merge off the current row.
     moved_off_row: bool,
     /// A filter skipped the rest of an empty-qualifier column, which cannot be seeked past:
@@ -156,6 +159,7 @@ impl RegionScanner {
             rows: 0,
             done: false,
             cells_read: 0,
+            row_hint: 0,
             moved_off_row: false,
             draining: None,
         })
@@ -206,7 +210,7 @@ impl RegionScanner {
     /// The cells of `row` the read selects: the row's cells in `CellComparator` order, through
     /// the matcher and the filter, skipping what they say can be skipped with seeks.
     fn read_row(&mut self, row: &Bytes) -> Result<Vec<Cell>, RegionError> {
-        let mut out: Vec<Cell> = Vec::new();
+        let mut out: Vec<Cell> = Vec::with_capacity(self.row_hint);
         self.draining = None;
         while self.merge.peek().is_some_and(|c| c.row() == row) {
             let Some(cell) = self.merge.next()? else {
@@ -289,6 +293,7 @@ impl RegionScanner {
                 out.push(filter.transform(cell));
             }
         }
+        self.row_hint = out.len().min(1024);
         Ok(out)
     }
 

@@ -1,7 +1,7 @@
 //! [`Region`]: one region's stores (a memstore and committed store files per family), its MVCC
 //! and row locks, the HBASE-15158 write path, gets, flush and WAL replay.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
@@ -162,6 +162,8 @@ pub struct Region {
     /// to snapshot, so every edit up to the flush's sequence id is in the snapshot.
     updates: RwLock<()>,
     stores: BTreeMap<Bytes, Store>,
+    /// Each family's read rules, built once at open and shared by every read's matcher.
+    family_rules: Arc<HashMap<Bytes, FamilyRules>>,
     manifest: Mutex<Manifest>,
     flushing: Mutex<()>,
     compacting: Mutex<()>,

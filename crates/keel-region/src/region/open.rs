@@ -165,6 +165,12 @@ impl Region {
             mvcc: Mvcc::new(),
             locks: RowLocks::new(RowLockOptions::default()),
             updates: RwLock::new(()),
+            family_rules: Arc::new(
+                stores
+                    .iter()
+                    .map(|(name, store)| (name.clone(), store.rules))
+                    .collect(),
+            ),
             stores,
             next_file_id: AtomicU64::new(manifest.next_file.max(1)),
             manifest: Mutex::new(manifest),

@@ -1,6 +1,5 @@
 //! Reads: gets and streaming scans merged from memstores and store files at one read point.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -8,9 +7,9 @@ use bytes::Bytes;
 use keel_cell::{Cell, CellKey};
 use keel_storefile::{KeyValueScanner, MergeScanner, StoreFileReader};
 
-use super::{MemSource, Region, now_ms};
+use super::{MemSource, Region, Store, now_ms};
 use crate::error::RegionError;
-use crate::matcher::{FamilyRules, Matcher, ReadQuery};
+use crate::matcher::{Matcher, ReadQuery};
 use crate::scan::Scan;
 use crate::scanner::RegionScanner;
 #[cfg(feature = "tracing")]
@@ -26,34 +25,30 @@ impl Region {
         self.check_open(false)?;
         self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
         let read_point = self.mvcc.read_point();
-        let query = ReadQuery {
-            read_point,
-            ..query.clone()
-        };
         let row = Bytes::copy_from_slice(row);
         let first = CellKey::first_on_row(row.clone());
         let last = CellKey::last_on_row(row.clone());
-        let families: HashMap<Bytes, FamilyRules> = self
+        let wanted: Vec<&Store> = self
             .stores
             .iter()
-            .map(|(name, store)| (name.clone(), store.rules))
+            .filter(|(name, _)| wants_family(query, name))
+            .map(|(_, store)| store)
             .collect();
-        let mut matcher = Matcher::new(query.clone(), families);
+        let mut matcher = Matcher::with_rules(
+            ReadQuery {
+                read_point,
+                ..query.clone()
+            },
+            Arc::clone(&self.family_rules),
+        );
         let mut out = Vec::new();
-        for (name, store) in &self.stores {
-            let wanted = query
-                .columns
-                .as_ref()
-                .is_none_or(|columns| columns.iter().any(|(f, _)| f == name));
-            if !wanted {
-                continue;
-            }
+        for store in wanted {
             // Files and memstore taken under the file-list lock, so a flush finishing meanwhile
             // cannot move cells from one to the other unseen.
             let listed = store.files.read();
             let files: Vec<Arc<StoreFileReader>> = listed
                 .iter()
-                .filter(|f| f.may_contain_row(&row) && may_hold_range(f, &query))
+                .filter(|f| f.may_contain_row(&row) && may_hold_range(f, query))
                 .cloned()
                 .collect();
             let memstore = store
@@ -125,28 +120,24 @@ impl Region {
         self.check_open(false)?;
         self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
         let read_point = self.mvcc.read_point();
-        let query = ReadQuery {
-            read_point,
-            ..scan.query.clone()
-        };
-        let families: HashMap<Bytes, FamilyRules> = self
+        let query = &scan.query;
+        let matcher = Matcher::with_rules(
+            ReadQuery {
+                read_point,
+                ..query.clone()
+            },
+            Arc::clone(&self.family_rules),
+        );
+        let start = scan.first_key();
+        let mut sources: Vec<Box<dyn KeyValueScanner>> = Vec::new();
+        for (_, store) in self
             .stores
             .iter()
-            .map(|(name, store)| (name.clone(), store.rules))
-            .collect();
-        let matcher = Matcher::new(query.clone(), families);
-        let start = scan.first_key();
-        let wanted = |name: &Bytes| {
-            query
-                .columns
-                .as_ref()
-                .is_none_or(|columns| columns.iter().any(|(f, _)| f == name))
-        };
-        let mut sources: Vec<Box<dyn KeyValueScanner>> = Vec::new();
-        for (_, store) in self.stores.iter().filter(|(name, _)| wanted(name)) {
+            .filter(|(name, _)| wants_family(query, name))
+        {
             // Under the file-list lock, as in `get`.
             let listed = store.files.read();
-            for file in listed.iter().filter(|f| may_hold_range(f, &query)) {
+            for file in listed.iter().filter(|f| may_hold_range(f, query)) {
                 sources.push(file.range_scanner());
             }
             // A reversed scan moves back from its end, so its memstore scanner is unbounded.
@@ -177,6 +168,14 @@ impl Region {
         };
         Ok(self.get(row, &query)?.into_iter().next())
     }
+}
+
+/// Whether `query` reads family `name` at all.
+fn wants_family(query: &ReadQuery, name: &Bytes) -> bool {
+    query
+        .columns
+        .as_ref()
+        .is_none_or(|columns| columns.iter().any(|(f, _)| f == name))
 }
 
 /// Whether a store file can matter to a read of `query`'s time range (HBase's time-range

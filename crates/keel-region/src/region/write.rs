@@ -264,13 +264,17 @@ impl Region {
                 for cell in &mut cells {
                     cell.set_sequence_id(write_number);
                 }
+                // The cells are lent to the entry and taken back: the WAL encodes them, it
+                // keeps nothing, and a clone would be a reference count per field per cell.
                 let wal_entry = WalEntry {
                     region: self.id,
                     sequence_id: write_number,
                     write_time_ms: now,
-                    cells: cells.clone(),
+                    cells: std::mem::take(&mut cells),
                 };
-                self.wal.enqueue(&wal_entry, durability)
+                let pending = self.wal.enqueue(&wal_entry, durability);
+                cells = wal_entry.cells;
+                pending
             })
         };
         timings.wal_append = step.elapsed();
@@ -285,7 +289,7 @@ impl Region {
                 }
                 timings.sync_wait = step.elapsed();
                 let step = Instant::now();
-                self.add_to_memstores(&cells);
+                self.add_to_memstores(cells);
                 timings.memstore = step.elapsed();
                 let step = Instant::now();
                 {
@@ -297,7 +301,8 @@ impl Region {
             }
             WriteOrder::Legacy => {
                 let step = Instant::now();
-                self.add_to_memstores(&cells);
+                // Kept for the rollback below.
+                self.add_to_memstores(cells.clone());
                 timings.memstore = step.elapsed();
                 drop(rows);
                 let step = Instant::now();
@@ -326,13 +331,19 @@ impl Region {
 
     /// Inserts and charges the cells (under the updates lock, so a flush's snapshot takes
     /// exactly the charges of the cells it holds).
-    pub(super) fn add_to_memstores(&self, cells: &[Cell]) {
-        for cell in cells {
-            if let Some(store) = self.stores.get(cell.family()) {
-                store.memstore.add([cell.clone()]);
+    pub(super) fn add_to_memstores(&self, cells: Vec<Cell>) {
+        let charged = crate::limits::charge(&cells);
+        // A write's cells are mostly of one family: each store's go in with one call (one
+        // take of its segment lock), found by a pass over the cells per family written.
+        let mut cells = cells.into_iter().peekable();
+        while let Some(first) = cells.peek() {
+            let family = first.family().clone();
+            let run = std::iter::from_fn(|| cells.next_if(|c| c.family() == &family));
+            match self.stores.get(&family) {
+                Some(store) => store.memstore.add(run),
+                None => run.for_each(drop),
             }
         }
-        let charged = crate::limits::charge(cells);
         self.active_bytes.fetch_add(charged, Ordering::Relaxed);
         self.account.charge(charged);
     }

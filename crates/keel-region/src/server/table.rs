@@ -192,23 +192,21 @@ impl Table {
         if cells.is_empty() {
             return self.region().mutate(cells, durability);
         }
-        // Each region's share goes once: a share refused by a closed region is routed again.
+        // Each region's share goes once: a share refused by a closed region is routed again,
+        // from the cells kept here (one clone per attempt; a one-row write is one share).
         let mut remaining = cells;
         let mut timings = WriteTimings::default();
         while !remaining.is_empty() {
             let first_row = remaining[0].row().clone();
-            let share: Vec<Cell> = self.following(|regions| {
+            remaining = self.following(|regions| {
                 let home = regions.locate(&first_row);
-                let (share, _): (Vec<Cell>, Vec<Cell>) = remaining
+                let (share, rest): (Vec<Cell>, Vec<Cell>) = remaining
                     .iter()
                     .cloned()
                     .partition(|c| regions.locate(c.row()) == home);
-                timings = regions.regions[home].1.mutate(share.clone(), durability)?;
-                Ok(share)
+                timings = regions.regions[home].1.mutate(share, durability)?;
+                Ok(rest)
             })?;
-            let done: std::collections::HashSet<keel_cell::CellKey> =
-                share.iter().map(|c| c.key().clone()).collect();
-            remaining.retain(|c| !done.contains(c.key()));
         }
         Ok(timings)
     }
