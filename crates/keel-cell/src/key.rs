@@ -182,9 +182,8 @@ impl CellKey {
             (false, true) => return Ordering::Less,
             _ => {}
         }
-        self.family
-            .cmp(&other.family)
-            .then_with(|| self.qualifier.cmp(&other.qualifier))
+        compare_bytes(&self.family, &other.family)
+            .then_with(|| compare_bytes(&self.qualifier, &other.qualifier))
             .then_with(|| other.timestamp.cmp(&self.timestamp))
             .then_with(|| other.cell_type.code().cmp(&self.cell_type.code()))
             .then_with(|| {
@@ -199,18 +198,13 @@ impl CellKey {
     /// Compares as [`Ord`] does but ignores sequence ids (HBase `compareWithoutMvcc`-style use:
     /// "same coordinates?").
     pub fn cmp_ignoring_sequence_id(&self, other: &CellKey) -> Ordering {
-        self.row
-            .cmp(&other.row)
-            .then_with(|| self.compare_without_row(other, false))
+        compare_bytes(&self.row, &other.row).then_with(|| self.compare_without_row(other, false))
     }
 }
 
 impl Ord for CellKey {
     fn cmp(&self, other: &CellKey) -> Ordering {
-        // `Bytes` compares as `[u8]`: lexicographic over unsigned bytes, shorter prefix first.
-        self.row
-            .cmp(&other.row)
-            .then_with(|| self.compare_without_row(other, true))
+        compare_bytes(&self.row, &other.row).then_with(|| self.compare_without_row(other, true))
     }
 }
 
@@ -233,6 +227,22 @@ impl fmt::Debug for CellKey {
             self.sequence_id
         )
     }
+}
+
+/// Compares byte strings as `[u8]` does (lexicographic over unsigned bytes, a prefix first),
+/// deciding on the first eight bytes inline when both have them. Keys that differ early (most
+/// row keys of a table, whose common prefix is short) then cost two loads and a compare instead
+/// of a `memcmp` call; a profile of gets walking a block put a third of their time in `memcmp`.
+#[inline]
+pub fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    if let (Some(x), Some(y)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        let (x, y) = (u64::from_be_bytes(*x), u64::from_be_bytes(*y));
+        if x != y {
+            return x.cmp(&y);
+        }
+        return a[8..].cmp(&b[8..]);
+    }
+    a.cmp(b)
 }
 
 #[cfg(test)]

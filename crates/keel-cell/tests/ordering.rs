@@ -3,7 +3,7 @@
 
 use std::cmp::{Ordering, Reverse};
 
-use keel_cell::{Cell, CellKey, CellType};
+use keel_cell::{Cell, CellKey, CellType, compare_bytes};
 use keel_testkit::strategies;
 use proptest::prelude::*;
 
@@ -29,7 +29,28 @@ fn oracle(k: &CellKey) -> OracleKey {
     )
 }
 
+/// Bytes that make shared prefixes and the extreme values likely.
+fn bytes_around_eight() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(
+        prop::sample::select(vec![0u8, 1, b'a', 0x7F, 0x80, 0xFF]),
+        0..12,
+    )
+}
+
 proptest! {
+    #[test]
+    fn compare_bytes_orders_like_slices(
+        prefix in bytes_around_eight(),
+        a in bytes_around_eight(),
+        b in bytes_around_eight(),
+    ) {
+        let a = [prefix.as_slice(), &a].concat();
+        let b = [prefix.as_slice(), &b].concat();
+        prop_assert_eq!(compare_bytes(&a, &b), a.cmp(&b));
+        prop_assert_eq!(compare_bytes(&b, &a), b.cmp(&a));
+        prop_assert_eq!(compare_bytes(&a, &a), Ordering::Equal);
+    }
+
     #[test]
     fn stored_cells_order_like_the_tuple_oracle(a in strategies::cell(), b in strategies::cell()) {
         prop_assert_eq!(a.key().cmp(b.key()), oracle(a.key()).cmp(&oracle(b.key())));

@@ -50,6 +50,7 @@ mod info;
 mod merge;
 mod range;
 mod reader;
+mod row_starts;
 mod scanner;
 mod source;
 mod writer;

@@ -309,17 +309,34 @@ impl StoreFileReader {
         &self.path
     }
 
-    /// A data block's cells, in the plain encoding, through the block source.
-    pub(crate) fn data_block(&self, entry: &IndexEntry) -> Result<Bytes> {
+    /// A data block's cells, in the plain encoding, and their row starts
+    /// ([`crate::row_starts`]), through the block source, which holds them together.
+    pub(crate) fn data_block(&self, entry: &IndexEntry) -> Result<(Bytes, Bytes)> {
         self.counters.data_blocks.fetch_add(1, Ordering::Relaxed);
         self.check_range(entry, 0, self.trailer.data_end)?;
         let key = BlockKey {
             file_id: self.file_id,
             offset: entry.offset,
         };
-        self.source.get_or_load(key, &mut || {
+        let indexed = self.source.keeps_blocks();
+        let block = self.source.get_or_load(key, &mut || {
             let raw = self.read_block(entry, BlockKind::Data)?;
-            to_plain(&self.path, entry.offset, raw.encoding, raw.payload)
+            let plain = to_plain(&self.path, entry.offset, raw.encoding, raw.payload)?;
+            Ok(if indexed {
+                crate::row_starts::with_row_starts(&plain)
+            } else {
+                plain
+            })
+        })?;
+        if !indexed {
+            return Ok((block, Bytes::new()));
+        }
+        crate::row_starts::split(&block).ok_or_else(|| {
+            corrupt(
+                &self.path,
+                entry.offset,
+                "a cached data block without its row starts",
+            )
         })
     }
 

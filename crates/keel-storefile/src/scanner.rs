@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::index::{IndexBlock, IndexEntry};
 use crate::merge::KeyValueScanner;
 use crate::reader::StoreFileReader;
+use crate::row_starts::{self, cell_row_at};
 
 /// The reader a scanner reads: borrowed, or shared so the scanner can outlive its caller.
 #[derive(Debug)]
@@ -34,7 +35,10 @@ pub struct StoreFileScanner<'a> {
     reader: ReaderRef<'a>,
     /// One (index block, entry) per index level, root first; the last entry is the data block.
     path: Vec<(IndexBlock, usize)>,
+    /// The current data block's cells (plain encoding).
     block: Bytes,
+    /// Its row starts ([`crate::row_starts`]).
+    row_starts: Bytes,
     block_offset: u64,
     /// Byte position of the cell after `current` in `block`.
     pos: usize,
@@ -62,6 +66,7 @@ impl<'a> StoreFileScanner<'a> {
             reader,
             path: Vec::new(),
             block: Bytes::new(),
+            row_starts: Bytes::new(),
             block_offset: 0,
             pos: 0,
             current: None,
@@ -119,6 +124,7 @@ impl<'a> StoreFileScanner<'a> {
             self.current = None;
             self.path.clear();
             self.block = Bytes::new();
+            self.row_starts = Bytes::new();
             self.pos = 0;
             return Ok(());
         }
@@ -210,7 +216,7 @@ impl<'a> StoreFileScanner<'a> {
         } else {
             None
         };
-        self.block = self.reader.data_block(&entry)?;
+        (self.block, self.row_starts) = self.reader.data_block(&entry)?;
         self.block_offset = entry.offset;
         self.pos = 0;
         self.current = None;
@@ -303,6 +309,12 @@ impl<'a> StoreFileScanner<'a> {
         // most of the block, and every one a reference-count round trip on the shared block.
         if self.current.as_ref().is_none_or(|c| c.row() < key.row()) {
             self.current = None;
+            // Whole rows first, by the block's row starts; then cell by cell.
+            if let Some(start) = row_starts::last_before(&self.block, &self.row_starts, key.row())
+                && start > self.pos
+            {
+                self.pos = start;
+            }
             while let Some(next) = row_before(&self.block, self.pos, key.row()) {
                 self.pos = next;
             }
@@ -322,7 +334,9 @@ impl<'a> StoreFileScanner<'a> {
 /// starts; otherwise `None` (and the caller decodes it, reporting any damage).
 fn row_before(block: &[u8], pos: usize, row: &[u8]) -> Option<usize> {
     let (this, end) = cell_row_at(block, pos)?;
-    (&block[this] < row).then_some(end)
+    keel_cell::compare_bytes(&block[this], row)
+        .is_lt()
+        .then_some(end)
 }
 
 /// The last row before `row` among the cells of a (plain) block, walked by their headers alone;
@@ -332,30 +346,13 @@ fn last_row_before(block: &Bytes, row: &[u8]) -> Option<Bytes> {
     let mut pos: usize = 0;
     let mut last: Option<(usize, usize)> = None;
     while let Some((this, end)) = cell_row_at(block, pos) {
-        if &block[this.clone()] >= row {
+        if keel_cell::compare_bytes(&block[this.clone()], row).is_ge() {
             break;
         }
         last = Some((this.start, this.len()));
         pos = end;
     }
     last.map(|(start, len)| block.slice(start..start + len))
-}
-
-/// The byte range of the row of the (plain) cell encoded at `pos`, and where the next cell
-/// starts; `None` at the block's end or on a damaged header.
-fn cell_row_at(block: &[u8], pos: usize) -> Option<(std::ops::Range<usize>, usize)> {
-    let header = block.get(pos..pos.checked_add(keel_cell::CELL_HEADER_LEN)?)?;
-    let row_len = usize::from(u16::from_le_bytes([header[0], header[1]]));
-    let family_len = usize::from(header[2]);
-    let qualifier_len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
-    let value_len = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as usize;
-    let row_start = pos + header.len();
-    let end = row_start
-        .checked_add(row_len)?
-        .checked_add(family_len)?
-        .checked_add(qualifier_len)?
-        .checked_add(value_len)?;
-    (end <= block.len()).then_some((row_start..row_start + row_len, end))
 }
 
 impl KeyValueScanner for StoreFileScanner<'_> {

@@ -17,6 +17,14 @@ pub trait BlockSource: Send + Sync + Debug {
     /// block) if the source does not have it. A caching source should make concurrent misses on
     /// one key wait for a single `load` (a "load once" hook), and must not cache a failed load.
     fn get_or_load(&self, key: BlockKey, load: &mut dyn FnMut() -> Result<Bytes>) -> Result<Bytes>;
+
+    /// Whether blocks loaded through this source are kept for later reads (a cache). A data
+    /// block loaded through a keeping source carries an index of its row starts, built once
+    /// at load, which lets every later seek in it jump over whole rows; through a source that
+    /// keeps nothing, building it would cost more than the one seek it serves. Default: true.
+    fn keeps_blocks(&self) -> bool {
+        true
+    }
 }
 
 /// No cache: every request reads the file.
@@ -26,5 +34,9 @@ pub struct DirectSource;
 impl BlockSource for DirectSource {
     fn get_or_load(&self, _: BlockKey, load: &mut dyn FnMut() -> Result<Bytes>) -> Result<Bytes> {
         load()
+    }
+
+    fn keeps_blocks(&self) -> bool {
+        false
     }
 }

@@ -56,6 +56,10 @@ impl keel_storefile::BlockSource for TracedDirect {
         let _ = &key;
         load()
     }
+
+    fn keeps_blocks(&self) -> bool {
+        false
+    }
 }
 
 /// A memstore scanner as a merge source.
