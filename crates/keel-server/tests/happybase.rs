@@ -3,7 +3,8 @@
 //! `KEEL_HAPPYBASE_PYTHON`; this starts the `keel` binary on a free loopback port with a
 //! temporary data directory and runs `happybase_check.py` (tables, puts, gets, scans, batches,
 //! counters, deletes, versions, timestamps, filters) over both transports. Without that
-//! variable it uses `python3` if it has happybase, and otherwise says why it is skipped.
+//! variable it uses `python3` if it has happybase, and otherwise says why it is skipped — or,
+//! under CI (`CI=true`), fails: a skipped test is not a pass.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -58,9 +59,12 @@ fn free_port() -> u16 {
 #[test]
 fn happybase_works_against_keel_serve() {
     let Some(python) = python() else {
-        eprintln!(
-            "skipped: no Python with happybase (set KEEL_HAPPYBASE_PYTHON, or `pip install happybase`; .ci/run does)"
+        let why = "no Python with happybase (set KEEL_HAPPYBASE_PYTHON, or `pip install happybase`; .ci/run does)";
+        assert!(
+            !keel_testkit::under_ci(),
+            "{why}: under CI a missing tool fails the test"
         );
+        eprintln!("skipped: {why}");
         return;
     };
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/happybase_check.py");

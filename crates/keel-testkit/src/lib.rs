@@ -33,6 +33,13 @@ pub fn model_iterations(default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Whether this is a CI run (`CI` set to `true` or `1`, as `.ci/run`'s callers and most CI
+/// services set it). A test that needs a tool the machine lacks must then fail, not skip: a
+/// skipped test is not a pass.
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
 /// Formats a headline benchmark figure the way `cargo xtask bench` reports it:
 /// `figure: <snake_case_name> = <value>`, with four significant decimals at most.
 pub fn figure(name: &str, value: f64) -> String {
