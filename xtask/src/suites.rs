@@ -485,7 +485,13 @@ mod tests {
             (SOAKS, "test"),
         ] {
             for suite in table {
-                let dir = root.join("crates").join(suite.package);
+                // keel-bench (the load drivers) lives in `benches/`; every other package in
+                // `crates/<name>`.
+                let dir = if suite.package == "keel-bench" {
+                    root.join("benches")
+                } else {
+                    root.join("crates").join(suite.package)
+                };
                 let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
                 let file = dir
                     .join(format!("{section}s"))

@@ -2,7 +2,7 @@
 //! and column trackers, for user reads): fed the merged, sorted cells of memstore and store
 //! files, it admits exactly the cells a Get or Scan returns.
 //!
-//! Rules, per row and family (hbase-internals §5.3, §6.2):
+//! Rules, per row and family (HBase's `ScanQueryMatcher` and its delete and column trackers):
 //! - a cell whose sequence id is above the read point does not exist for this read (delete
 //!   markers included);
 //! - `Delete` masks the one version with an equal timestamp; `DeleteColumn` every version of its

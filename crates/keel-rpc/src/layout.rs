@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn hbase_worked_example() {
-        // hbase-internals §1.6: 30 handlers, factor 0.1, read 0.5, scan 0.5.
+        // HBase's RWQueueRpcExecutor with 30 handlers, factor 0.1, read 0.5, scan 0.5.
         assert_eq!(
             rw(30, 0.1, 0.5, 0.5),
             [("write", 1, 15), ("read", 1, 8), ("scan", 1, 7)]
