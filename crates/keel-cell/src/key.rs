@@ -168,43 +168,90 @@ impl CellKey {
         })
     }
 
-    /// True if this is a "last on row" key, which sorts after every other key on its row.
-    fn is_last_on_row(&self) -> bool {
-        self.family.is_empty() && self.qualifier.is_empty() && self.cell_type == CellType::Minimum
-    }
-
-    /// Compares everything but the row; rows are known equal. A "last on row" key beats any
-    /// other (HBase's special case); between two of them the ordinary fields decide, which keeps
-    /// the order total and consistent with `Eq`.
-    fn compare_without_row(&self, other: &CellKey, with_sequence_id: bool) -> Ordering {
-        match (self.is_last_on_row(), other.is_last_on_row()) {
-            (true, false) => return Ordering::Greater,
-            (false, true) => return Ordering::Less,
-            _ => {}
+    /// The key's fields, borrowed.
+    #[inline]
+    fn parts(&self) -> KeyParts<'_> {
+        KeyParts {
+            row: &self.row,
+            family: &self.family,
+            qualifier: &self.qualifier,
+            timestamp: self.timestamp,
+            type_code: self.cell_type.code(),
+            sequence_id: self.sequence_id,
         }
-        compare_bytes(&self.family, &other.family)
-            .then_with(|| compare_bytes(&self.qualifier, &other.qualifier))
-            .then_with(|| other.timestamp.cmp(&self.timestamp))
-            .then_with(|| other.cell_type.code().cmp(&self.cell_type.code()))
-            .then_with(|| {
-                if with_sequence_id {
-                    other.sequence_id.cmp(&self.sequence_id)
-                } else {
-                    Ordering::Equal
-                }
-            })
     }
 
     /// Compares as [`Ord`] does but ignores sequence ids (HBase `compareWithoutMvcc`-style use:
     /// "same coordinates?").
     pub fn cmp_ignoring_sequence_id(&self, other: &CellKey) -> Ordering {
-        compare_bytes(&self.row, &other.row).then_with(|| self.compare_without_row(other, false))
+        compare_parts(&self.parts(), &other.parts(), false)
     }
+}
+
+/// A key's fields borrowed from wherever they are encoded (a store file's index entry), so
+/// that it can be compared with a [`CellKey`] without building one: a binary search of an
+/// index block otherwise copied three byte strings out of every entry it probed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyParts<'a> {
+    /// The row.
+    pub row: &'a [u8],
+    /// The family.
+    pub family: &'a [u8],
+    /// The qualifier.
+    pub qualifier: &'a [u8],
+    /// The timestamp.
+    pub timestamp: i64,
+    /// The type's code ([`CellType::code`]).
+    pub type_code: u8,
+    /// The sequence id.
+    pub sequence_id: u64,
+}
+
+impl KeyParts<'_> {
+    /// How these fields compare with `key` in `CellKey`'s order (exactly as a `CellKey` with
+    /// these fields would).
+    #[inline]
+    pub fn cmp_key(&self, key: &CellKey) -> Ordering {
+        compare_parts(self, &key.parts(), true)
+    }
+
+    /// True if this is a "last on row" key, which sorts after every other key on its row.
+    #[inline]
+    fn is_last_on_row(&self) -> bool {
+        self.family.is_empty()
+            && self.qualifier.is_empty()
+            && self.type_code == CellType::Minimum.code()
+    }
+}
+
+/// `CellKey`'s order over borrowed fields. A "last on row" key beats any other of its row
+/// (HBase's special case); between two of them the ordinary fields decide, which keeps the
+/// order total and consistent with `Eq`.
+#[inline]
+fn compare_parts(a: &KeyParts<'_>, b: &KeyParts<'_>, with_sequence_id: bool) -> Ordering {
+    compare_bytes(a.row, b.row).then_with(|| {
+        match (a.is_last_on_row(), b.is_last_on_row()) {
+            (true, false) => return Ordering::Greater,
+            (false, true) => return Ordering::Less,
+            _ => {}
+        }
+        compare_bytes(a.family, b.family)
+            .then_with(|| compare_bytes(a.qualifier, b.qualifier))
+            .then_with(|| b.timestamp.cmp(&a.timestamp))
+            .then_with(|| b.type_code.cmp(&a.type_code))
+            .then_with(|| {
+                if with_sequence_id {
+                    b.sequence_id.cmp(&a.sequence_id)
+                } else {
+                    Ordering::Equal
+                }
+            })
+    })
 }
 
 impl Ord for CellKey {
     fn cmp(&self, other: &CellKey) -> Ordering {
-        compare_bytes(&self.row, &other.row).then_with(|| self.compare_without_row(other, true))
+        compare_parts(&self.parts(), &other.parts(), true)
     }
 }
 

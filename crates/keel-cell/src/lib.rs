@@ -49,5 +49,5 @@ pub use codec::{
     encoded_batch_len,
 };
 pub use error::{CellError, DecodeError, escape_bytes};
-pub use key::{CellKey, LATEST_TIMESTAMP, compare_bytes};
+pub use key::{CellKey, KeyParts, LATEST_TIMESTAMP, compare_bytes};
 pub use limits::{CellLimits, MAX_ENCODED_CELL_LEN, MAX_FAMILY_LEN, MAX_ROW_LEN};

@@ -3,7 +3,7 @@
 
 use std::cmp::{Ordering, Reverse};
 
-use keel_cell::{Cell, CellKey, CellType, compare_bytes};
+use keel_cell::{Cell, CellKey, CellType, KeyParts, compare_bytes};
 use keel_testkit::strategies;
 use proptest::prelude::*;
 
@@ -29,6 +29,19 @@ fn oracle(k: &CellKey) -> OracleKey {
     )
 }
 
+/// Seek keys of the four kinds, on a random cell's coordinates.
+fn seek_key() -> impl Strategy<Value = CellKey> {
+    (strategies::cell(), 0u8..4).prop_map(|(c, kind)| {
+        let (row, family, qualifier) = (c.row().clone(), c.family().clone(), c.qualifier().clone());
+        match kind {
+            0 => CellKey::first_on_row(row),
+            1 => CellKey::last_on_row(row),
+            2 => CellKey::first_on_column(row, family, qualifier),
+            _ => CellKey::last_on_column(row, family, qualifier),
+        }
+    })
+}
+
 /// Bytes that make shared prefixes and the extreme values likely.
 fn bytes_around_eight() -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(
@@ -49,6 +62,23 @@ proptest! {
         prop_assert_eq!(compare_bytes(&a, &b), a.cmp(&b));
         prop_assert_eq!(compare_bytes(&b, &a), b.cmp(&a));
         prop_assert_eq!(compare_bytes(&a, &a), Ordering::Equal);
+    }
+
+    #[test]
+    fn borrowed_parts_compare_as_their_key(
+        a in prop_oneof![strategies::cell().prop_map(|c| c.key().clone()), seek_key()],
+        b in prop_oneof![strategies::cell().prop_map(|c| c.key().clone()), seek_key()],
+    ) {
+        let parts = KeyParts {
+            row: a.row(),
+            family: a.family(),
+            qualifier: a.qualifier(),
+            timestamp: a.timestamp(),
+            type_code: a.cell_type().code(),
+            sequence_id: a.sequence_id(),
+        };
+        prop_assert_eq!(parts.cmp_key(&b), a.cmp(&b));
+        prop_assert_eq!(parts.cmp_key(&a), Ordering::Equal);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::cmp::Ordering;
 use std::path::Path;
 
 use bytes::{BufMut, Bytes};
-use keel_cell::CellKey;
+use keel_cell::{CellKey, CellType, KeyParts};
 
 use crate::error::Result;
 use crate::format::{Cursor, get_key, put_key};
@@ -66,7 +66,8 @@ impl IndexBlock {
         self.count
     }
 
-    pub(crate) fn entry(&self, path: &Path, i: usize) -> Result<IndexEntry> {
+    /// A cursor at entry `i`'s key.
+    fn at_entry<'a>(&'a self, path: &'a Path, i: usize) -> Result<Cursor<'a>> {
         let table = 4 + 4 * self.count;
         let mut c = Cursor::new(&self.payload, path, self.offset);
         c.pos = 4 + 4 * i;
@@ -74,6 +75,37 @@ impl IndexBlock {
         c.pos = table
             .checked_add(rel)
             .ok_or_else(|| c.fail("index entry offset"))?;
+        Ok(c)
+    }
+
+    /// How entry `i`'s key compares with `key`, read in place (no key is built).
+    fn compare_entry(&self, path: &Path, i: usize, key: &CellKey) -> Result<Ordering> {
+        let mut c = self.at_entry(path, i)?;
+        let row_len = c.u16()? as usize;
+        let row = c.take(row_len)?;
+        let family_len = c.u8()? as usize;
+        let family = c.take(family_len)?;
+        let qualifier_len = c.u32()? as usize;
+        let qualifier = c.take(qualifier_len)?;
+        let timestamp = c.u64()? as i64;
+        let type_code = c.u8()?;
+        let sequence_id = c.u64()?;
+        if CellType::from_code(type_code).is_none() {
+            return Err(c.fail("unknown cell type"));
+        }
+        let parts = KeyParts {
+            row,
+            family,
+            qualifier,
+            timestamp,
+            type_code,
+            sequence_id,
+        };
+        Ok(parts.cmp_key(key))
+    }
+
+    pub(crate) fn entry(&self, path: &Path, i: usize) -> Result<IndexEntry> {
+        let mut c = self.at_entry(path, i)?;
         let key = get_key(&mut c)?;
         let offset = c.u64()?;
         let len = c.u32()?;
@@ -87,7 +119,7 @@ impl IndexBlock {
         // Invariant: entries before lo are ≤ key; entries at or after hi are > key.
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match self.entry(path, mid)?.key.cmp(key) {
+            match self.compare_entry(path, mid, key)? {
                 Ordering::Less | Ordering::Equal => lo = mid + 1,
                 Ordering::Greater => hi = mid,
             }
