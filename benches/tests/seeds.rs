@@ -57,27 +57,49 @@ fn the_whole_stack_experiments_run_and_the_report_is_written() {
     assert!(fastpath.rows[0].keel_a > 0.0 && fastpath.rows[0].keel_b > 0.0);
     fastpath.save(out.path()).expect("save");
     let bufpool = seeds::bufpool::run_seed(Size::Quick).expect("bufpool");
-    assert_eq!(bufpool.figure.0, "seed002_heap_alloc_reduction");
-    assert!(bufpool.figure.1 > 0.0);
+    assert_eq!(bufpool.figure.0, "seed002_buffer_creations_ratio");
+    assert!(bufpool.figure.1 > 1.0, "{:?}", bufpool.figure);
+    // The seed's shape: every read (about 100 bytes) creates a buffer in Ikeda's pool (B), and
+    // the shared pool's buffers (A) serve every read.
+    let reads = bufpool
+        .rows
+        .iter()
+        .find(|r| r.measure.starts_with("buffers created (read phase)"))
+        .expect("the read phase's creations");
+    assert_eq!(reads.keel_a, 0.0, "{reads:?}");
+    assert!(reads.keel_b >= 100.0, "{reads:?}");
     // Every design ran, beside the seed's two pools.
     let designs = &bufpool.tables[0];
-    assert_eq!(designs.columns.len(), 6, "{:?}", designs.columns);
-    assert!(designs.rows.iter().all(|(_, v)| v.len() == 6));
+    assert_eq!(designs.columns.len(), 7, "{:?}", designs.columns);
+    assert!(designs.rows.iter().all(|(_, v)| v.len() == 7));
     let throughput = &designs.rows[0].1;
     assert!(
-        throughput[..4].iter().all(|t| t.is_some_and(|t| t > 0.0)),
+        throughput[..5].iter().all(|t| t.is_some_and(|t| t > 0.0)),
         "{throughput:?}"
     );
     bufpool.save(out.path()).expect("save");
     let idlock = seeds::idlock::run_seed(Size::Quick).expect("idlock");
     assert_eq!(idlock.figure.0, "seed004_soft_vs_weak");
     assert!(idlock.figure.1 > 0.0 && idlock.figure.1.is_finite());
-    // Every round was served from the cache alone.
+    // Every round was served from the cache alone, for both pools in both setups.
+    let hit_ratios: Vec<&String> = idlock
+        .notes
+        .iter()
+        .filter(|n| n.contains("hit ratio in the rounds"))
+        .collect();
+    assert_eq!(hit_ratios.len(), 4, "{:?}", idlock.notes);
+    assert!(
+        hit_ratios
+            .iter()
+            .all(|n| n.contains("hit ratio in the rounds 1.0000")),
+        "{hit_ratios:?}"
+    );
+    // The weak pool makes a lock object for (nearly) every bucket-cache read, the soft none.
     assert!(
         idlock
             .notes
             .iter()
-            .all(|n| n.contains("hit ratio in the rounds 1.0000")),
+            .any(|n| n.contains("Soft") && n.contains(" 0 lock objects created in the rounds")),
         "{:?}",
         idlock.notes
     );
@@ -100,6 +122,8 @@ fn the_whole_stack_experiments_run_and_the_report_is_written() {
         let svg = std::fs::read_to_string(out.path().join(format!("{}.svg", r.name))).expect("svg");
         assert!(svg.starts_with("<svg"), "{}", r.name);
     }
-    assert!(report.contains("| throughput, ops/s (30 handlers) |"));
-    assert!(report.contains("| measure | fixed-pool | plain | per-connection | shared-average |"));
+    assert!(report.contains("| throughput, ops/s (30 handlers, median of 3) |"));
+    assert!(report.contains(
+        "| measure | fixed-pool | plain | per-connection | shared-average | size-class |"
+    ));
 }

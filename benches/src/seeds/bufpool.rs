@@ -1,11 +1,13 @@
-//! Seed 002, HBASE-14490: a bounded pool of fixed-size request buffers shared by every
-//! connection vs allocating each request's buffer. The seed's YCSB workload over the network:
-//! 25 client threads, records of 64 fields with zipfian lengths up to 10 KiB, loaded, then read
-//! (one zipfian-chosen field each); the server's request buffers counted by keel-bufpool.
-//! Once per keel-bufpool design, each wired into keel-server (`keel.server.request.buffers`):
-//! HBase's fixed-size pool (its default), plain allocation
-//! (`hbase.server.allocator.pool.enabled = false`), one buffer per connection, and HBase 1's
-//! shared running-average pool (`BoundedByteBufferPool`, the seed's own A).
+//! Seed 002, HBASE-14490: HBase 1's shared `BoundedByteBufferPool` vs the `ByteBufferPool`
+//! Hiroshi Ikeda attached to the issue, for request buffers, as the seed compared them. The
+//! seed's YCSB workload over the network: 25 client threads, records of 64 fields with zipfian
+//! lengths up to 10 KiB, loaded, then read (one zipfian-chosen field each); the server's
+//! request buffers counted by keel-bufpool. The headline is the seed's: buffers created over
+//! both phases, byteBufferPool ÷ BoundedByteBufferPool (the two as keel-bufpool's
+//! `size-class` and `shared-average` designs, wired into keel-server through
+//! `keel.server.request.buffers`), in alternating pairs on fresh stores. Every other design
+//! (HBase 2's fixed-size pool, Keel's default; plain allocation; one buffer per connection) runs
+//! once beside them.
 
 use std::sync::Arc;
 
@@ -105,14 +107,6 @@ fn allocations(strategy: Strategy, s: &PoolStats) -> u64 {
     }
 }
 
-/// The bytes of those allocations.
-fn allocated_bytes(strategy: Strategy, s: &PoolStats) -> u64 {
-    match strategy {
-        Strategy::FixedPool => s.heap_bytes + s.bytes_created,
-        _ => s.bytes_created,
-    }
-}
-
 fn average(r: &Report, op: &str) -> f64 {
     r.ops
         .iter()
@@ -133,195 +127,221 @@ fn total(o: &Outcome) -> u64 {
     allocations(o.strategy, &o.after_load) + allocations(o.strategy, &o.after_read)
 }
 
-/// Bytes allocated for request buffers over both phases.
-fn bytes(o: &Outcome) -> u64 {
-    allocated_bytes(o.strategy, &o.after_load) + allocated_bytes(o.strategy, &o.after_read)
+/// Buffers a design created over both phases (the seed's "create times").
+fn created(o: &Outcome) -> f64 {
+    (o.after_load.buffers_created + o.after_read.buffers_created) as f64
 }
 
-/// Every design side by side, the seed's two pools beside them.
-fn all_designs(runs: &[(Strategy, Outcome)]) -> Table {
+/// The median of `f` over a design's runs.
+fn median(runs: &[Outcome], f: &dyn Fn(&Outcome) -> f64) -> f64 {
+    let mut v: Vec<f64> = runs.iter().map(f).filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
+/// One measure: its name, how to read it from a run, and the seed's BoundedByteBufferPool and
+/// byteBufferPool values (NaN where the seed published none).
+type Measure = (&'static str, fn(&Outcome) -> f64, [f64; 2]);
+
+const MEASURES: [Measure; 12] = [
+    (
+        "insert throughput, ops/s",
+        |o| o.load.throughput(),
+        [232.504, 230.044],
+    ),
+    (
+        "insert average latency, µs",
+        |o| average(&o.load, "INSERT"),
+        [2_004.2, 1_998.9],
+    ),
+    ("insert p99, µs", |o| p99(&o.load, "INSERT"), [f64::NAN; 2]),
+    (
+        "read throughput, ops/s",
+        |o| o.read.throughput(),
+        [306.157, 285.177],
+    ),
+    (
+        "read average latency, µs",
+        |o| average(&o.read, "READ"),
+        [1_057.9, 1_246.4],
+    ),
+    (
+        "buffers created (insert phase)",
+        |o| o.after_load.buffers_created as f64,
+        [15.0, 70.0],
+    ),
+    (
+        "buffers discarded (insert phase)",
+        |o| o.after_load.buffers_discarded as f64,
+        [13.0, 66.0],
+    ),
+    (
+        "bytes of buffers created (insert phase)",
+        |o| o.after_load.bytes_created as f64,
+        [1_441_979.0, 503_152.0],
+    ),
+    (
+        "buffers created (read phase)",
+        |o| o.after_read.buffers_created as f64,
+        [0.0, 10_058.0],
+    ),
+    (
+        "buffers discarded (read phase)",
+        |o| o.after_read.buffers_discarded as f64,
+        [0.0, 10_058.0],
+    ),
+    (
+        "bytes of buffers created (read phase)",
+        |o| o.after_read.bytes_created as f64,
+        [0.0, 1_344_303.0],
+    ),
+    (
+        "heap allocations for request buffers, both phases",
+        |o| total(o) as f64,
+        [f64::NAN; 2],
+    ),
+];
+
+/// Every design side by side (medians of its runs), the seed's two pools beside them.
+fn all_designs(runs: &[(Strategy, Vec<Outcome>)]) -> Table {
+    let known = |v: f64| Some(v).filter(|v| v.is_finite());
+    let mut rows: Vec<(String, Vec<Option<f64>>)> = MEASURES
+        .iter()
+        .map(|(measure, f, seed)| {
+            let mut values: Vec<Option<f64>> =
+                runs.iter().map(|(_, o)| known(median(o, f))).collect();
+            values.extend(seed.map(known));
+            (measure.to_string(), values)
+        })
+        .collect();
     let plain = runs
         .iter()
         .find(|(s, _)| *s == Strategy::Plain)
-        .map_or(1, |(_, o)| total(o));
-    let row = |measure: &str, f: &dyn Fn(&Outcome) -> f64, seed: [f64; 2]| {
-        let known = |v: f64| Some(v).filter(|v| v.is_finite());
-        let mut values: Vec<Option<f64>> = runs.iter().map(|(_, o)| known(f(o))).collect();
-        values.extend(seed.map(known));
-        (measure.to_string(), values)
-    };
-    let created = |s: &PoolStats| s.buffers_created as f64;
+        .map_or(f64::NAN, |(_, o)| median(o, &|o| total(o) as f64));
+    let mut ratio: Vec<Option<f64>> = runs
+        .iter()
+        .map(|(_, o)| known(plain / median(o, &|o| total(o).max(1) as f64)))
+        .collect();
+    ratio.extend([None, None]);
+    rows.push(("heap allocations: plain ÷ this design".into(), ratio));
     let mut columns: Vec<String> = runs.iter().map(|(s, _)| s.name().to_string()).collect();
     columns.extend([
         "seed: BoundedByteBufferPool".to_string(),
         "seed: byteBufferPool".to_string(),
     ]);
     Table {
-        title: "Every keel-bufpool design in the same run (shared-average is the seed's \
-                BoundedByteBufferPool; buffers created and discarded are what the design itself \
-                made and dropped, heap requests included):"
+        title: "Every keel-bufpool design in the same run, medians of its runs (shared-average \
+                is the seed's BoundedByteBufferPool, size-class its byteBufferPool; buffers \
+                created and discarded are what the design itself made and dropped, heap requests \
+                included):"
             .into(),
         columns,
-        rows: vec![
-            row(
-                "insert throughput, ops/s",
-                &|o| o.load.throughput(),
-                [232.504, 230.044],
-            ),
-            row(
-                "insert average latency, µs",
-                &|o| average(&o.load, "INSERT"),
-                [2_004.2, 1_998.9],
-            ),
-            row("insert p99, µs", &|o| p99(&o.load, "INSERT"), [f64::NAN; 2]),
-            row(
-                "read throughput, ops/s",
-                &|o| o.read.throughput(),
-                [306.157, 285.177],
-            ),
-            row(
-                "read average latency, µs",
-                &|o| average(&o.read, "READ"),
-                [1_057.9, 1_246.4],
-            ),
-            row(
-                "buffers created (insert phase)",
-                &|o| created(&o.after_load),
-                [15.0, 70.0],
-            ),
-            row(
-                "buffers discarded (insert phase)",
-                &|o| o.after_load.buffers_discarded as f64,
-                [13.0, 66.0],
-            ),
-            row(
-                "bytes of buffers created (insert phase)",
-                &|o| o.after_load.bytes_created as f64,
-                [1_441_979.0, 503_152.0],
-            ),
-            row(
-                "buffers created (read phase)",
-                &|o| created(&o.after_read),
-                [0.0, 10_058.0],
-            ),
-            row(
-                "heap allocations for request buffers, both phases",
-                &|o| total(o) as f64,
-                [f64::NAN; 2],
-            ),
-            row(
-                "heap allocations: plain ÷ this design",
-                &|o| plain as f64 / total(o).max(1) as f64,
-                [f64::NAN; 2],
-            ),
-        ],
+        rows,
     }
 }
 
-/// Runs the experiment: every design, the fixed pool and plain allocation first (the A/B).
+/// The seed's pair: BoundedByteBufferPool (A) and Hiroshi Ikeda's byteBufferPool (B).
+const PAIR: [Strategy; 2] = [Strategy::SharedAverage, Strategy::SizeClass];
+/// Pairs of the seed's two designs, the one that runs first alternating.
+const PAIRS: usize = 3;
+
+/// Runs the experiment: the seed's two pools in alternating pairs, each run on a fresh store,
+/// then every other design once.
 pub fn run_seed(size: Size) -> Result<SeedResult, String> {
     let p = props(size);
-    let mut runs = Vec::new();
-    for strategy in Strategy::ALL {
-        runs.push((strategy, one_strategy(&p, strategy)?));
+    let mut runs: Vec<(Strategy, Vec<Outcome>)> =
+        Strategy::ALL.iter().map(|s| (*s, Vec::new())).collect();
+    let mut record = |o: Outcome| {
+        if let Some((_, v)) = runs.iter_mut().find(|(s, _)| *s == o.strategy) {
+            v.push(o);
+        }
+    };
+    for pair in 0..PAIRS {
+        let order = if pair % 2 == 0 {
+            PAIR
+        } else {
+            [PAIR[1], PAIR[0]]
+        };
+        for strategy in order {
+            record(one_strategy(&p, strategy)?);
+        }
     }
-    let outcome = |s: Strategy| {
+    for strategy in Strategy::ALL.into_iter().filter(|s| !PAIR.contains(s)) {
+        record(one_strategy(&p, strategy)?);
+    }
+    let outcomes = |s: Strategy| {
         runs.iter()
             .find(|(x, _)| *x == s)
-            .map(|(_, o)| o)
+            .map(|(_, o)| o.as_slice())
             .expect("every design ran")
     };
-    let (pooled, heap) = (outcome(Strategy::FixedPool), outcome(Strategy::Plain));
-    let ratio = total(heap) as f64 / total(pooled).max(1) as f64;
-    let rows = vec![
-        Row {
-            measure: "insert throughput, ops/s".into(),
-            keel_a: pooled.load.throughput(),
-            keel_b: heap.load.throughput(),
-            seed_a: Some(232.504_068_821_204_38),
-            seed_b: Some(230.043_708_304_577_88),
-        },
-        Row {
-            measure: "insert average latency, µs".into(),
-            keel_a: average(&pooled.load, "INSERT"),
-            keel_b: average(&heap.load, "INSERT"),
-            seed_a: Some(2_004.213_3),
-            seed_b: Some(1_998.856_5),
-        },
-        Row {
-            measure: "read throughput, ops/s".into(),
-            keel_a: pooled.read.throughput(),
-            keel_b: heap.read.throughput(),
-            seed_a: Some(306.156_813_519_884_9),
-            seed_b: Some(285.176_524_268_522_2),
-        },
-        Row {
-            measure: "read average latency, µs".into(),
-            keel_a: average(&pooled.read, "READ"),
-            keel_b: average(&heap.read, "READ"),
-            seed_a: Some(1_057.906_5),
-            seed_b: Some(1_246.394_9),
-        },
-        Row {
-            measure: "heap allocations (insert phase)".into(),
-            keel_a: allocations(pooled.strategy, &pooled.after_load) as f64,
-            keel_b: allocations(heap.strategy, &heap.after_load) as f64,
-            seed_a: Some(15.0),
-            seed_b: Some(70.0),
-        },
-        Row {
-            measure: "heap allocations (read phase)".into(),
-            keel_a: allocations(pooled.strategy, &pooled.after_read) as f64,
-            keel_b: allocations(heap.strategy, &heap.after_read) as f64,
-            seed_a: Some(0.0),
-            seed_b: Some(10_058.0),
-        },
-        Row {
-            measure: "bytes allocated, both phases".into(),
-            keel_a: bytes(pooled) as f64,
-            keel_b: bytes(heap) as f64,
-            seed_a: None,
-            seed_b: None,
-        },
-    ];
+    let (bounded, ikeda) = (outcomes(PAIR[0]), outcomes(PAIR[1]));
+    let rows: Vec<Row> = MEASURES
+        .iter()
+        .filter(|(measure, ..)| !measure.starts_with("insert p99"))
+        .map(|(measure, f, [seed_a, seed_b])| Row {
+            measure: format!("{measure} (median of {PAIRS})"),
+            keel_a: median(bounded, f),
+            keel_b: median(ikeda, f),
+            seed_a: Some(*seed_a).filter(|v| v.is_finite()),
+            seed_b: Some(*seed_b).filter(|v| v.is_finite()),
+        })
+        .collect();
+    let creations = |o: &[Outcome]| median(o, &created);
+    let ratio = creations(ikeda) / creations(bounded).max(1.0);
+    let read_ratios: Vec<String> = bounded
+        .iter()
+        .zip(ikeda)
+        .map(|(a, b)| format!("{:.3}", a.read.throughput() / b.read.throughput()))
+        .collect();
     let notes = vec![
         format!(
-            "fixed pool: {} pooled buffers handed out, {} heap requests, {} buffers created (insert phase); {} pooled, {} heap (read phase)",
-            pooled.after_load.pooled_allocations,
-            pooled.after_load.heap_allocations,
-            pooled.after_load.buffers_created,
-            pooled.after_read.pooled_allocations,
-            pooled.after_read.heap_allocations
+            "The seed's pair: BoundedByteBufferPool (shared-average) created {:.0} buffers over \
+             both phases and byteBufferPool (size-class) {:.0} (medians of {PAIRS} runs each; the \
+             seed: 15 and 10 128). Read throughput, BoundedByteBufferPool ÷ byteBufferPool, per \
+             pair: {} (the seed: 1.074).",
+            creations(bounded),
+            creations(ikeda),
+            read_ratios.join(", ")
         ),
-        "The seed's A/B was two pools (BoundedByteBufferPool vs Ikeda's byteBufferPool), not a pool \
-         vs plain allocation: its columns sit beside Keel's fixed pool and plain allocation for \
-         shape only. The table below puts the seed's pools beside all four of Keel's designs."
+        "byteBufferPool is Hiroshi Ikeda's design as its thread and the seed's counters describe \
+         it (docs/bufpool.md): a shared free list per power-of-two size from 1 KiB to 1 MiB, \
+         requests below 1 KiB served by a fresh buffer each. A read request (one field, about \
+         100 bytes) is below it, so every read creates and discards one buffer, as in the seed; \
+         BoundedByteBufferPool's shared buffers, sized at the running average, fit the reads."
             .into(),
-        "A read request (one field) is far below the fixed pool's minimum (a sixth of 65 KiB), so \
-         HBase's pool and Keel's serve reads from the heap; the heap designs that reuse buffers \
-         (per-connection, shared-average) reuse them for reads too."
+        "Rust has no collector: a created and discarded buffer costs one malloc and one free, \
+         not young-generation churn, so the throughput gap the seed saw (7% on reads) has \
+         little to act on here."
             .into(),
-        "The fixed pool reads an insert larger than one 65 KiB buffer straight into the heap \
-         (counted): keel-thrift decodes one contiguous slice, so a chain of pooled buffers would \
-         only add a copy (docs/server.md). HBase decodes such requests from the chain \
-         (MultiByteBuff), which Keel does not yet."
+        "The other designs (Keel's fixed pool, HBase 2's default; plain allocation; one buffer \
+         per connection) ran once each, in the table below."
             .into(),
     ];
     Ok(SeedResult {
         id: "seed002".into(),
         name: "bufpool".into(),
         hbase: "HBASE-14490".into(),
-        title: "a shared fixed-size request buffer pool vs per-request allocation (and the other designs)".into(),
-        labels: ("fixed-size pool".into(), "plain allocation".into()),
-        seed_labels: Some(("BoundedByteBufferPool".into(), "byteBufferPool".into())),
+        title: "BoundedByteBufferPool vs Hiroshi Ikeda's byteBufferPool for request buffers (and the other designs)".into(),
+        labels: ("BoundedByteBufferPool".into(), "byteBufferPool".into()),
+        seed_labels: None,
         setup: format!(
-            "keel serve in-process over loopback, once per request-buffer design; YCSB: {} records \
-             of 64 fields, zipfian lengths up to {} bytes, 25 threads, load then read one field per \
-             record (zipfian keys)",
+            "keel serve in-process over loopback, a fresh store per run; YCSB: {} records of 64 \
+             fields, zipfian lengths up to {} bytes, 25 threads, load then read one field per \
+             record (zipfian keys); the seed's two pools in {PAIRS} alternating pairs, every other \
+             keel-bufpool design once",
             p.get("recordcount").unwrap_or("?"),
             p.get("fieldlength").unwrap_or("?")
         ),
-        figure: ("seed002_heap_alloc_reduction".into(), ratio),
+        figure: ("seed002_buffer_creations_ratio".into(), ratio),
         rows,
         notes,
         series: Vec::new(),

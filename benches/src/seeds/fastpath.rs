@@ -2,7 +2,10 @@
 //! workload over the network: 50% writes (insert and update), 25% gets, 25% scans of up to
 //! 1 000 rows, 100 client threads, read ratio 0.5, handler factor 0.2, with 1 000 handlers and
 //! with a count sized to this machine (30). Throughput, p95/p99 per operation, and the mean
-//! queue time every half second (the seed's QueueTimeComparison chart).
+//! queue time every half second (the seed's QueueTimeComparison chart). Every run gets a store
+//! of its own, loaded the same way (a run inherits no grown memstore or extra versions from
+//! the one before it); three pairs per handler count, the side that runs first alternating
+//! from pair to pair; the report gives medians and the spread of the pairs' ratios.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -149,65 +152,108 @@ fn percentile(r: &Report, op: &str, p: f64) -> f64 {
         .map_or(f64::NAN, |(_, v)| *v as f64)
 }
 
-/// Runs the experiment.
+/// Loads a fresh store with the workload's records (8 threads, not measured).
+fn loaded_store(p: &Props, dir: &std::path::Path) -> Result<Arc<RegionServer>, String> {
+    let store =
+        Arc::new(RegionServer::open(dir, ServerOptions::default()).map_err(|e| e.to_string())?);
+    let workload = CoreWorkload::new(p).map_err(|e| e.to_string())?;
+    let server = ThriftServer::start(
+        Arc::new(Handler::new(Arc::clone(&store), HandlerOptions::default())),
+        NetOptions {
+            listen: "127.0.0.1:0".parse().map_err(|e| format!("{e}"))?,
+            ..NetOptions::default()
+        },
+    )
+    .map_err(|e| format!("starting the server: {e}"))?;
+    let target = Thrift::new(
+        server.local_addr(),
+        &workload.table,
+        "family",
+        Layout::Columns,
+    )?;
+    let mut load = quiet(RunOptions::from_props(p, true).map_err(|e| e.to_string())?);
+    load.threads = 8;
+    run(&workload, &target, &load)?;
+    server.shutdown();
+    Ok(store)
+}
+
+/// The median of `values` (the mean of the middle two for an even count).
+fn median(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
+/// One side's runs of a handler count.
+#[derive(Default)]
+struct Side {
+    reports: Vec<Report>,
+}
+
+impl Side {
+    fn median_of(&self, f: impl Fn(&Report) -> f64) -> f64 {
+        median(&self.reports.iter().map(f).collect::<Vec<_>>())
+    }
+}
+
+/// Runs the experiment: for each handler count, `pairs` pairs of runs, each run on a fresh
+/// store loaded the same way, the side that runs first alternating from pair to pair.
 pub fn run_seed(size: Size) -> Result<SeedResult, String> {
     let s = shape(size);
     let p = props(&s);
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let store = Arc::new(
-        RegionServer::open(dir.path(), ServerOptions::default()).map_err(|e| e.to_string())?,
-    );
-    // Load once (8 threads, not measured); every run then works on the same table.
-    let workload = CoreWorkload::new(&p).map_err(|e| e.to_string())?;
-    {
-        let server = ThriftServer::start(
-            Arc::new(Handler::new(Arc::clone(&store), HandlerOptions::default())),
-            NetOptions {
-                listen: "127.0.0.1:0".parse().map_err(|e| format!("{e}"))?,
-                ..NetOptions::default()
-            },
-        )
-        .map_err(|e| format!("starting the server: {e}"))?;
-        let target = Thrift::new(
-            server.local_addr(),
-            &workload.table,
-            "family",
-            Layout::Columns,
-        )?;
-        let mut load = quiet(RunOptions::from_props(&p, true).map_err(|e| e.to_string())?);
-        load.threads = 8;
-        run(&workload, &target, &load)?;
-        server.shutdown();
-    }
+    let pairs = 3;
     let mut rows = Vec::new();
     let mut series = Vec::new();
     let mut notes = Vec::new();
     let mut headline = f64::NAN;
+    let mut turn = 0usize;
     for (i, &handlers) in s.handler_counts.iter().enumerate() {
-        // Interleaved: the order flips with each handler count.
-        let order = if i % 2 == 0 {
-            [ExecutorKind::FastPathRwQueue, ExecutorKind::RwQueue]
-        } else {
-            [ExecutorKind::RwQueue, ExecutorKind::FastPathRwQueue]
-        };
-        let mut results = Vec::new();
-        for kind in order {
-            // Each run gets a fresh workload (its own insert counter), on the same table.
-            let w = CoreWorkload::new(&p).map_err(|e| e.to_string())?;
-            let (report, points) = one_run(&store, &w, &p, handlers, kind)?;
-            series.push(Series {
-                label: format!("{kind:?}, {handlers} handlers"),
-                points,
-            });
-            results.push((kind, report));
+        let (mut fast, mut plain) = (Side::default(), Side::default());
+        let mut ratios = Vec::new();
+        for pair in 0..pairs {
+            let order = if turn.is_multiple_of(2) {
+                [ExecutorKind::FastPathRwQueue, ExecutorKind::RwQueue]
+            } else {
+                [ExecutorKind::RwQueue, ExecutorKind::FastPathRwQueue]
+            };
+            turn += 1;
+            let mut throughput = [f64::NAN; 2];
+            for kind in order {
+                let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+                let store = loaded_store(&p, dir.path())?;
+                let workload = CoreWorkload::new(&p).map_err(|e| e.to_string())?;
+                let (report, points) = one_run(&store, &workload, &p, handlers, kind)?;
+                drop(store);
+                if pair == 0 {
+                    series.push(Series {
+                        label: format!("{kind:?}, {handlers} handlers"),
+                        points,
+                    });
+                }
+                let (slot, side) = if kind == ExecutorKind::FastPathRwQueue {
+                    (0, &mut fast)
+                } else {
+                    (1, &mut plain)
+                };
+                throughput[slot] = report.throughput();
+                side.reports.push(report);
+            }
+            ratios.push(throughput[0] / throughput[1]);
         }
-        results.sort_by_key(|(k, _)| *k != ExecutorKind::FastPathRwQueue);
-        let (fast, plain) = (&results[0].1, &results[1].1);
         let seed = handlers == 1_000;
         rows.push(Row {
-            measure: format!("throughput, ops/s ({handlers} handlers)"),
-            keel_a: fast.throughput(),
-            keel_b: plain.throughput(),
+            measure: format!("throughput, ops/s ({handlers} handlers, median of {pairs})"),
+            keel_a: fast.median_of(Report::throughput),
+            keel_b: plain.median_of(Report::throughput),
             seed_a: seed.then_some(5_498.342_249_811_681_5),
             seed_b: seed.then_some(5_215.053_146_606_617),
         });
@@ -221,22 +267,31 @@ pub fn run_seed(size: Size) -> Result<SeedResult, String> {
             for (q, fa, pb) in [(95.0, f95, p95), (99.0, f99, p99)] {
                 rows.push(Row {
                     measure: format!("{op} p{q} µs ({handlers} handlers)"),
-                    keel_a: percentile(fast, op, q),
-                    keel_b: percentile(plain, op, q),
+                    keel_a: fast.median_of(|r| percentile(r, op, q)),
+                    keel_b: plain.median_of(|r| percentile(r, op, q)),
                     seed_a: seed.then_some(fa),
                     seed_b: seed.then_some(pb),
                 });
             }
         }
+        let ratio = median(&ratios);
         if i == 0 {
-            headline = fast.throughput() / plain.throughput();
+            headline = ratio;
         }
+        let (low, high) = ratios
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), r| {
+                (l.min(*r), h.max(*r))
+            });
         notes.push(format!(
-            "{handlers} handlers: fast path {:.0} ops/s in {} ms, RW queue {:.0} ops/s in {} ms",
-            fast.throughput(),
-            fast.runtime_ms,
-            plain.throughput(),
-            plain.runtime_ms
+            "{handlers} handlers: fast path ÷ RW queue throughput per pair {}; median {ratio:.3}, \
+             spread {low:.3}–{high:.3} ({pairs} pairs, each run on a fresh store, the first side \
+             alternating)",
+            ratios
+                .iter()
+                .map(|r| format!("{r:.3}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     Ok(SeedResult {
@@ -249,7 +304,8 @@ pub fn run_seed(size: Size) -> Result<SeedResult, String> {
         setup: format!(
             "keel serve in-process over loopback (Thrift, framed binary); YCSB: {} records, {} operations, \
              25% insert / 25% update / 25% read / 25% scan (up to {} rows), {} client threads; \
-             read ratio 0.5, handler factor 0.2; handler counts {:?}",
+             read ratio 0.5, handler factor 0.2; handler counts {:?}; 3 pairs per handler count, \
+             every run on a freshly loaded store, the side that runs first alternating; medians",
             s.records, s.operations, s.max_scan, s.threads, s.handler_counts
         ),
         figure: ("seed000_fastpath_throughput_ratio".into(), headline),

@@ -8,6 +8,8 @@
 //! - [`SharedAveragePool`]: HBase's `BoundedByteBufferPool`: a bounded queue shared by all
 //!   connections, new buffers sized at a running average that only rises, buffers above a
 //!   maximum size never kept, a full queue drops what is returned (HBASE-14490 v12).
+//! - [`SizeClassPool`]: Hiroshi Ikeda's `ByteBufferPool` from the same issue, the seed's B: a
+//!   shared free list per power-of-two capacity, small requests served by fresh buffers.
 //! - [`BufferPool`]: fixed-size pooled buffers with a heap fallback (HBASE-15525 and later;
 //!   Keel's choice).
 
@@ -23,6 +25,8 @@ use crate::error::PoolError;
 use crate::options::DEFAULT_MAX_ALLOCATION;
 use crate::pool::BufferPool;
 use crate::stats::{Counters, PoolStats};
+
+pub use crate::size_class::{DEFAULT_MAX_POOLED, DEFAULT_MIN_POOLED, SizeClassPool};
 
 /// A way of getting a buffer to read one request into, and giving it back afterwards.
 pub trait RequestBuffers: Send + Sync + fmt::Debug {
@@ -72,7 +76,7 @@ impl RequestBuffers for BufferPool {
 }
 
 /// Refuses a request above a heap design's limit (by default the pool's, 256 MiB).
-fn check_len(len: usize, limit: usize) -> Result<(), PoolError> {
+pub(crate) fn check_len(len: usize, limit: usize) -> Result<(), PoolError> {
     if len > limit {
         return Err(PoolError::TooLarge { len, max: limit });
     }
@@ -90,7 +94,7 @@ pub struct HeapBuf {
 
 impl HeapBuf {
     /// Wraps `data` (cleared) to hold one request of `len` bytes, growing it if needed.
-    fn for_request(mut data: Vec<u8>, len: usize) -> HeapBuf {
+    pub(crate) fn for_request(mut data: Vec<u8>, len: usize) -> HeapBuf {
         data.clear();
         data.reserve_exact(len);
         HeapBuf {
@@ -101,7 +105,7 @@ impl HeapBuf {
     }
 
     /// The allocation underneath, for reuse.
-    fn into_inner(self) -> Vec<u8> {
+    pub(crate) fn into_inner(self) -> Vec<u8> {
         self.data
     }
 

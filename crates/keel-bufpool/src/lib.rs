@@ -27,8 +27,9 @@
 //! ```
 //!
 //! [`alternatives`] holds the designs HBase compared (plain allocation, one buffer per
-//! connection, a shared running-average pool) behind the same [`RequestBuffers`] interface as
-//! the pool, so the benchmark can put them side by side. [`RequestPool`] holds any of the four,
+//! connection, a shared running-average pool, a pool of power-of-two size classes) behind the
+//! same [`RequestBuffers`] interface as the pool, so the benchmark can put them side by side.
+//! [`RequestPool`] holds any of the five,
 //! chosen at run time ([`Strategy`]), and freezes each request into `Bytes` that return their
 //! buffer to the design when dropped: the form keel-server uses.
 //!
@@ -41,6 +42,7 @@ mod error;
 mod free_stack;
 mod options;
 mod pool;
+mod size_class;
 mod stats;
 mod strategy;
 

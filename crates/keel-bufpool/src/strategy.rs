@@ -1,4 +1,4 @@
-//! Any of the four request-buffer designs, chosen at run time, behind one type a server can
+//! Any of the five request-buffer designs, chosen at run time, behind one type a server can
 //! hold: [`RequestPool`] → one [`RequestConnection`] per client → one [`RequestBuf`] per request,
 //! frozen into `Bytes` that give the buffer back to its design when the last clone or slice is
 //! dropped. The server never has to know which design it runs, or when a request's bytes are
@@ -14,6 +14,7 @@ use keel_sync::Mutex;
 
 use crate::alternatives::{
     ConnectionBuffer, HeapBuf, PerConnection, PlainAllocation, RequestBuffers, SharedAveragePool,
+    SizeClassPool,
 };
 use crate::buf::PoolBuf;
 use crate::error::PoolError;
@@ -35,24 +36,29 @@ pub enum Strategy {
     PerConnection,
     /// [`SharedAveragePool`]: HBase 1's `BoundedByteBufferPool` (HBASE-14490 v12).
     SharedAverage,
+    /// [`SizeClassPool`]: Hiroshi Ikeda's `ByteBufferPool` (HBASE-14490), power-of-two classes.
+    SizeClass,
 }
 
 impl Strategy {
     /// Every design, the default first.
-    pub const ALL: [Strategy; 4] = [
+    pub const ALL: [Strategy; 5] = [
         Strategy::FixedPool,
         Strategy::Plain,
         Strategy::PerConnection,
         Strategy::SharedAverage,
+        Strategy::SizeClass,
     ];
 
-    /// The name [`FromStr`] accepts: `fixed-pool`, `plain`, `per-connection`, `shared-average`.
+    /// The name [`FromStr`] accepts: `fixed-pool`, `plain`, `per-connection`, `shared-average`,
+    /// `size-class`.
     pub fn name(self) -> &'static str {
         match self {
             Strategy::FixedPool => "fixed-pool",
             Strategy::Plain => "plain",
             Strategy::PerConnection => "per-connection",
             Strategy::SharedAverage => "shared-average",
+            Strategy::SizeClass => "size-class",
         }
     }
 }
@@ -86,6 +92,7 @@ enum Design {
     Plain(Arc<PlainAllocation>),
     PerConnection(Arc<PerConnection>),
     SharedAverage(Arc<SharedAveragePool>),
+    SizeClass(Arc<SizeClassPool>),
 }
 
 /// A request-buffer design chosen at run time, shared by every connection. Cloning shares it.
@@ -113,7 +120,8 @@ pub struct RequestPool {
 impl RequestPool {
     /// A pool of the given design. The fixed pool takes every option; the heap designs take
     /// the request limit ([`PoolOptions::max_allocation`]), and the shared running-average
-    /// pool keeps at most [`PoolOptions::max_buffers`] buffers.
+    /// pool keeps at most [`PoolOptions::max_buffers`] buffers, and the size-class pool at most
+    /// the fixed pool's bytes ([`PoolOptions::max_buffers`] × [`PoolOptions::buffer_size`]).
     ///
     /// The fixed pool gives a request larger than one buffer a chain of pooled buffers, as
     /// [`BufferPool::allocate`] does (HBase's `MultiByteBuff`): read it with
@@ -129,6 +137,10 @@ impl RequestPool {
             }
             Strategy::SharedAverage => Design::SharedAverage(Arc::new(
                 SharedAveragePool::new(options.max_buffers).with_limit(limit),
+            )),
+            Strategy::SizeClass => Design::SizeClass(Arc::new(
+                SizeClassPool::new(options.max_buffers.saturating_mul(options.buffer_size))
+                    .with_limit(limit),
             )),
         };
         RequestPool { strategy, design }
@@ -158,6 +170,7 @@ impl RequestPool {
             Design::Plain(d) => d.stats(),
             Design::PerConnection(d) => d.stats(),
             Design::SharedAverage(d) => d.stats(),
+            Design::SizeClass(d) => d.stats(),
         }
     }
 }
@@ -182,6 +195,7 @@ impl RequestConnection {
                 d.acquire(&mut none, len)?,
                 Home::SharedAverage(Arc::clone(d)),
             ),
+            Design::SizeClass(d) => (d.acquire(&mut none, len)?, Home::SizeClass(Arc::clone(d))),
             Design::PerConnection(d) => {
                 let slot = self
                     .buffer
@@ -211,6 +225,7 @@ enum Home {
     Plain(Arc<PlainAllocation>),
     PerConnection(Arc<PerConnection>, Arc<Mutex<ConnectionBuffer>>),
     SharedAverage(Arc<SharedAveragePool>),
+    SizeClass(Arc<SizeClassPool>),
 }
 
 /// A heap design's buffer, released to its design when dropped (as a [`RequestBuf`] or as the
@@ -235,6 +250,7 @@ impl Drop for Returning {
         match &self.home {
             Home::Plain(d) => d.release(&mut (), buffer),
             Home::SharedAverage(d) => d.release(&mut (), buffer),
+            Home::SizeClass(d) => d.release(&mut (), buffer),
             Home::PerConnection(d, slot) => d.release(&mut slot.lock(), buffer),
         }
     }

@@ -88,7 +88,10 @@ fn dropping_the_last_slice_returns_the_buffer_for_the_next_request() {
                 assert_eq!(second.buffers_discarded, 0, "{strategy}");
             }
         }
-        if matches!(strategy, Strategy::FixedPool | Strategy::SharedAverage) {
+        if matches!(
+            strategy,
+            Strategy::FixedPool | Strategy::SharedAverage | Strategy::SizeClass
+        ) {
             assert_eq!(
                 (while_held.free_buffers, after.free_buffers),
                 (0, 1),
@@ -253,7 +256,9 @@ fn requests_released_on_other_threads_are_never_shared_or_lost() {
             }
             // The connections have closed, and their buffers went with them.
             Strategy::PerConnection => assert_eq!(kept(&s), 0, "{s:?}"),
-            Strategy::SharedAverage => assert_eq!(kept(&s), s.free_buffers as u64, "{s:?}"),
+            Strategy::SharedAverage | Strategy::SizeClass => {
+                assert_eq!(kept(&s), s.free_buffers as u64, "{s:?}")
+            }
             Strategy::FixedPool => {
                 assert_eq!(s.buffers_discarded, 0);
                 assert_eq!(s.free_buffers, s.live_buffers, "{s:?}");

@@ -66,7 +66,7 @@ pub struct Settings {
     /// fixed-size pool; false: plain allocation.
     pub pool_enabled: bool,
     /// `keel.server.request.buffers`: any keel-bufpool design by name (`fixed-pool`, `plain`,
-    /// `per-connection`, `shared-average`); overrides `pool_enabled` when given.
+    /// `per-connection`, `shared-average`, `size-class`); overrides `pool_enabled` when given.
     pub request_buffers: Option<Strategy>,
     /// `hbase.ipc.server.max.callqueue.length`: calls per queue before refusals (`None`:
     /// HBase's (handlers / queues) × 10).
@@ -599,7 +599,7 @@ pub static SETTINGS: &[Setting] = &[
         key: "keel.server.request.buffers",
         flag: Some("request-buffers"),
         value_name: "DESIGN",
-        help: "any request-buffer design: fixed-pool, plain, per-connection, shared-average",
+        help: "any request-buffer design: fixed-pool, plain, per-connection, shared-average, size-class",
         repeatable: false,
         from_toml: |s, v| {
             let text = string("keel.server.request.buffers", v)?;

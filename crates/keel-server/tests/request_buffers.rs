@@ -43,7 +43,7 @@ fn buffers_all_accounted_for(server: &ThriftServer, strategy: Strategy) -> PoolS
             Strategy::FixedPool => s.free_buffers == s.live_buffers && s.buffers_discarded == 0,
             // A closed connection's buffer goes with it.
             Strategy::Plain | Strategy::PerConnection => s.buffers_created == s.buffers_discarded,
-            Strategy::SharedAverage => {
+            Strategy::SharedAverage | Strategy::SizeClass => {
                 s.buffers_created - s.buffers_discarded == s.free_buffers as u64
             }
         };
@@ -131,6 +131,11 @@ fn every_design_serves_requests_of_every_size_and_gets_its_buffers_back() {
                 assert!(stats.buffers_created < 64, "{strategy}: {stats:?}")
             }
             Strategy::Plain => assert!(stats.buffers_created >= 96, "{stats:?}"),
+            // The small requests (gets, tiny puts) each get a fresh buffer; the large reuse.
+            Strategy::SizeClass => {
+                assert!(stats.pooled_allocations > 0, "{stats:?}");
+                assert!(stats.buffers_created >= 48, "{stats:?}");
+            }
         }
         server.shutdown();
     }

@@ -179,7 +179,7 @@ pub struct NetStatus {
 /// The request buffer pool.
 #[derive(Debug, Clone, Serialize)]
 pub struct BufPoolStatus {
-    /// The request-buffer design (`fixed-pool`, `plain`, `per-connection`, `shared-average`).
+    /// The request-buffer design (`fixed-pool`, `plain`, `per-connection`, `shared-average`, `size-class`).
     pub strategy: &'static str,
     /// Pooled buffers handed out.
     pub pooled_allocations: u64,
