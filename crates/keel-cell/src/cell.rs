@@ -5,6 +5,7 @@ use std::fmt;
 
 use bytes::Bytes;
 
+use crate::cell_ref::CellRef;
 use crate::cell_type::CellType;
 use crate::codec::CELL_HEADER_LEN;
 use crate::error::{CellError, escape_bytes};
@@ -128,28 +129,60 @@ impl Cell {
         value_len: usize,
         limits: &CellLimits,
     ) -> Result<(), CellError> {
-        if key.row.is_empty() {
+        Cell::validate_fields(
+            &key.row,
+            &key.family,
+            key.qualifier.len(),
+            key.cell_type,
+            value_len,
+            limits,
+        )
+    }
+
+    /// [`Cell::validate`] over borrowed fields (the decoders check a cell before slicing it).
+    pub(crate) fn validate_fields(
+        row: &[u8],
+        family: &[u8],
+        qualifier_len: usize,
+        cell_type: CellType,
+        value_len: usize,
+        limits: &CellLimits,
+    ) -> Result<(), CellError> {
+        if row.is_empty() {
             return Err(CellError::EmptyRow);
         }
-        check_row_len(&key.row)?;
-        if key.family.is_empty() {
+        check_row_len(row)?;
+        if family.is_empty() {
             return Err(CellError::EmptyFamily {
-                row: escape_bytes(&key.row),
+                row: escape_bytes(row),
             });
         }
-        check_family_len(&key.row, &key.family)?;
-        if !key.cell_type.is_storable() {
+        check_family_len(row, family)?;
+        if !cell_type.is_storable() {
             return Err(CellError::NotStorable {
-                cell_type: key.cell_type,
-                row: escape_bytes(&key.row),
+                cell_type,
+                row: escape_bytes(row),
             });
         }
         let size = CELL_HEADER_LEN
-            .saturating_add(key.row.len())
-            .saturating_add(key.family.len())
-            .saturating_add(key.qualifier.len())
+            .saturating_add(row.len())
+            .saturating_add(family.len())
+            .saturating_add(qualifier_len)
             .saturating_add(value_len);
-        limits.check_size(&key.row, size)
+        limits.check_size(row, size)
+    }
+
+    /// This cell's fields borrowed: the form the borrowed read paths compare and hand out.
+    pub fn borrowed(&self) -> CellRef<'_> {
+        CellRef {
+            row: &self.key.row,
+            family: &self.key.family,
+            qualifier: &self.key.qualifier,
+            timestamp: self.key.timestamp,
+            cell_type: self.key.cell_type,
+            sequence_id: self.key.sequence_id,
+            value: &self.value,
+        }
     }
 
     /// The coordinates.

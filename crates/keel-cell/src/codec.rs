@@ -18,6 +18,8 @@
 //! input [`Bytes`] instead of copying and never panics: every malformed input is a
 //! [`DecodeError`] naming the offset.
 
+use std::ops::Range;
+
 use bytes::{BufMut, Bytes};
 
 use crate::cell::Cell;
@@ -172,48 +174,101 @@ impl Reader<'_> {
         Ok(out)
     }
 
-    fn slice(&mut self, what: &'static str, len: usize) -> Result<Bytes, DecodeError> {
-        self.check(what, len)?;
-        let bytes = self.buf.slice(self.pos..self.pos + len);
-        self.pos += len;
-        Ok(bytes)
-    }
-
     fn cell(&mut self, limits: &CellLimits) -> Result<Cell, DecodeError> {
-        let start = self.pos;
-        let header = self.array::<CELL_HEADER_LEN>("cell header")?;
-        let row_len = usize::from(u16::from_le_bytes(field(&header, 0)));
-        let [family_len] = field::<1>(&header, 2);
-        let [code] = field::<1>(&header, 3);
-        let qualifier_len = u32::from_le_bytes(field(&header, 4)) as usize;
-        let value_len = u32::from_le_bytes(field(&header, 8)) as usize;
-        let timestamp = i64::from_le_bytes(field(&header, 12));
-        let sequence_id = u64::from_le_bytes(field(&header, 20));
-        let cell_type = CellType::try_from(code).map_err(|source| DecodeError::InvalidCell {
-            offset: start,
-            source,
-        })?;
-
-        let row = self.slice("row", row_len)?;
-        let family = self.slice("family", usize::from(family_len))?;
-        let qualifier = self.slice("qualifier", qualifier_len)?;
-        let value = self.slice("value", value_len)?;
-        let key = CellKey {
-            row,
-            family,
-            qualifier,
-            timestamp,
-            cell_type,
-            sequence_id,
-        };
-        Cell::validate(&key, value.len(), limits).map_err(|source: CellError| {
-            DecodeError::InvalidCell {
-                offset: start,
-                source,
-            }
-        })?;
-        Ok(Cell { key, value })
+        let at = layout(self.buf, self.pos, limits)?;
+        self.pos = at.end;
+        let buf = self.buf;
+        Ok(Cell {
+            key: CellKey {
+                row: buf.slice(at.row),
+                family: buf.slice(at.family),
+                qualifier: buf.slice(at.qualifier),
+                timestamp: at.timestamp,
+                cell_type: at.cell_type,
+                sequence_id: at.sequence_id,
+            },
+            value: buf.slice(at.value),
+        })
     }
+}
+
+/// Where one encoded cell's fields lie, with its fixed fields: parsed and checked once, then
+/// sliced out of `Bytes` (a [`Cell`]) or borrowed (a [`crate::CellRef`]).
+pub(crate) struct Layout {
+    pub(crate) row: Range<usize>,
+    pub(crate) family: Range<usize>,
+    pub(crate) qualifier: Range<usize>,
+    pub(crate) value: Range<usize>,
+    pub(crate) timestamp: i64,
+    pub(crate) cell_type: CellType,
+    pub(crate) sequence_id: u64,
+    /// Just past the cell.
+    pub(crate) end: usize,
+}
+
+/// Parses and checks the cell encoded at `start` in `buf` (untrusted: every length is checked
+/// against what is there before it is used).
+#[inline]
+pub(crate) fn layout(buf: &[u8], start: usize, limits: &CellLimits) -> Result<Layout, DecodeError> {
+    let available = buf.len().saturating_sub(start);
+    let truncated = |what, offset: usize, needed| DecodeError::Truncated {
+        what,
+        offset,
+        needed,
+        available: buf.len().saturating_sub(offset),
+    };
+    if available < CELL_HEADER_LEN {
+        return Err(truncated("cell header", start, CELL_HEADER_LEN));
+    }
+    let mut header = [0u8; CELL_HEADER_LEN];
+    header.copy_from_slice(&buf[start..start + CELL_HEADER_LEN]);
+    let row_len = usize::from(u16::from_le_bytes(field(&header, 0)));
+    let [family_len] = field::<1>(&header, 2);
+    let [code] = field::<1>(&header, 3);
+    let qualifier_len = u32::from_le_bytes(field(&header, 4)) as usize;
+    let value_len = u32::from_le_bytes(field(&header, 8)) as usize;
+    let timestamp = i64::from_le_bytes(field(&header, 12));
+    let sequence_id = u64::from_le_bytes(field(&header, 20));
+    let cell_type = CellType::try_from(code).map_err(|source| DecodeError::InvalidCell {
+        offset: start,
+        source,
+    })?;
+    let mut pos = start + CELL_HEADER_LEN;
+    let mut take = |what, len: usize| {
+        if buf.len() - pos < len {
+            return Err(truncated(what, pos, len));
+        }
+        let range = pos..pos + len;
+        pos += len;
+        Ok(range)
+    };
+    let row = take("row", row_len)?;
+    let family = take("family", usize::from(family_len))?;
+    let qualifier = take("qualifier", qualifier_len)?;
+    let value = take("value", value_len)?;
+    let end = value.end;
+    Cell::validate_fields(
+        &buf[row.clone()],
+        &buf[family.clone()],
+        qualifier_len,
+        cell_type,
+        value_len,
+        limits,
+    )
+    .map_err(|source: CellError| DecodeError::InvalidCell {
+        offset: start,
+        source,
+    })?;
+    Ok(Layout {
+        row,
+        family,
+        qualifier,
+        value,
+        timestamp,
+        cell_type,
+        sequence_id,
+        end,
+    })
 }
 
 /// A fixed-position field of the cell header (positions are constants, so this cannot go out of

@@ -35,6 +35,7 @@
 
 mod block;
 mod cell;
+mod cell_ref;
 mod cell_type;
 mod codec;
 mod error;
@@ -43,6 +44,7 @@ mod limits;
 
 pub use block::BlockKey;
 pub use cell::{Cell, CellBuilder};
+pub use cell_ref::CellRef;
 pub use cell_type::CellType;
 pub use codec::{
     BATCH_FORMAT_VERSION, BATCH_HEADER_LEN, CELL_HEADER_LEN, decode_batch, encode_batch,

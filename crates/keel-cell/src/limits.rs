@@ -1,7 +1,5 @@
 //! Size limits on cells: the hard format limits and the configurable maximum cell size.
 
-use bytes::Bytes;
-
 use crate::error::{CellError, escape_bytes};
 
 /// Longest row, in bytes (HBase stores the row length as a signed 16-bit integer).
@@ -43,7 +41,7 @@ impl CellLimits {
         }
     }
 
-    pub(crate) fn check_size(&self, row: &Bytes, size: usize) -> Result<(), CellError> {
+    pub(crate) fn check_size(&self, row: &[u8], size: usize) -> Result<(), CellError> {
         let max = self.effective_max();
         if size > max {
             return Err(CellError::CellTooLarge {
@@ -56,7 +54,7 @@ impl CellLimits {
     }
 }
 
-pub(crate) fn check_row_len(row: &Bytes) -> Result<(), CellError> {
+pub(crate) fn check_row_len(row: &[u8]) -> Result<(), CellError> {
     if row.len() > MAX_ROW_LEN {
         return Err(CellError::RowTooLong {
             len: row.len(),
@@ -67,7 +65,7 @@ pub(crate) fn check_row_len(row: &Bytes) -> Result<(), CellError> {
     Ok(())
 }
 
-pub(crate) fn check_family_len(row: &Bytes, family: &Bytes) -> Result<(), CellError> {
+pub(crate) fn check_family_len(row: &[u8], family: &[u8]) -> Result<(), CellError> {
     if family.len() > MAX_FAMILY_LEN {
         return Err(CellError::FamilyTooLong {
             len: family.len(),
@@ -99,7 +97,7 @@ mod tests {
     #[test]
     fn size_check_names_the_row() {
         let err = CellLimits { max_cell_size: 10 }
-            .check_size(&Bytes::from("big"), 11)
+            .check_size(b"big", 11)
             .unwrap_err();
         assert_eq!(
             err,

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use keel_cell::{
-    BATCH_FORMAT_VERSION, BATCH_HEADER_LEN, CELL_HEADER_LEN, Cell, CellError, CellLimits,
+    BATCH_FORMAT_VERSION, BATCH_HEADER_LEN, CELL_HEADER_LEN, Cell, CellError, CellLimits, CellRef,
     DecodeError, decode_batch, encode_batch, encoded_batch_len,
 };
 use keel_testkit::strategies;
@@ -62,10 +62,42 @@ proptest! {
         check_decodes_or_errors(&Bytes::from(bytes));
     }
 
+    /// The borrowed decoder accepts exactly what the owned one accepts, with the same fields
+    /// and the same error, at every offset of valid and damaged encodings alike.
+    #[test]
+    fn borrowed_and_owned_decoding_agree(
+        cells in strategies::cell_batch(4),
+        flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3),
+        limit in prop_oneof![Just(CellLimits::UNLIMITED), Just(CellLimits::default())],
+    ) {
+        let mut bytes = encode_many(&cells).to_vec();
+        for (at, byte) in flips {
+            let i = at.index(bytes.len());
+            bytes[i] ^= byte;
+        }
+        let buf = Bytes::from(bytes);
+        for offset in 0..=buf.len() + 1 {
+            let owned = Cell::decode(&buf, offset, &limit);
+            let borrowed = CellRef::decode(&buf, offset, &limit);
+            match (owned, borrowed) {
+                (Ok((cell, end)), Ok((view, view_end))) => {
+                    prop_assert_eq!(end, view_end);
+                    prop_assert_eq!(cell.borrowed(), view);
+                    prop_assert_eq!(&view.to_cell(), &cell);
+                    prop_assert_eq!(&view.slice_cell(&buf), &cell);
+                    prop_assert_eq!(view.cmp_key(cell.key()), std::cmp::Ordering::Equal);
+                }
+                (Err(a), Err(b)) => prop_assert_eq!(a, b),
+                (a, b) => prop_assert!(false, "owned {a:?} but borrowed {b:?}"),
+            }
+        }
+    }
+
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
         let bytes = Bytes::from(bytes);
         check_decodes_or_errors(&bytes);
+        let _borrowed = CellRef::decode(&bytes, 0, &CellLimits::default());
         let _single = Cell::decode(&bytes, 0, &CellLimits::default());
         let _past_end = Cell::decode(&bytes, bytes.len() + 5, &CellLimits::default());
     }

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use bytes::{BufMut, Bytes};
-use keel_cell::{CELL_HEADER_LEN, Cell, CellLimits};
+use keel_cell::{CELL_HEADER_LEN, Cell, CellLimits, CellRef};
 
 use crate::error::Result;
 use crate::format::{Cursor, Encoding, put_varint};
@@ -134,6 +134,23 @@ pub(crate) fn decode_at(
     pos: usize,
 ) -> Result<(Cell, usize)> {
     Cell::decode(block, pos, &CellLimits::UNLIMITED).map_err(|e| {
+        crate::error::corrupt(
+            path,
+            offset,
+            format!("cell at byte {pos} of the block: {e}"),
+        )
+    })
+}
+
+/// [`decode_at`], borrowed: the cell's fields point into `block`.
+#[inline]
+pub(crate) fn decode_ref_at<'b>(
+    path: &Path,
+    offset: u64,
+    block: &'b [u8],
+    pos: usize,
+) -> Result<(CellRef<'b>, usize)> {
+    CellRef::decode(block, pos, &CellLimits::UNLIMITED).map_err(|e| {
         crate::error::corrupt(
             path,
             offset,

@@ -188,6 +188,57 @@ proptest! {
         }
     }
 
+    /// The borrowed walk visits exactly the cells `next` returns, from the start or from a
+    /// seek; stopped early, it leaves the scanner where `next` continues with the cell after.
+    #[test]
+    fn borrowed_walks_match_the_oracle(
+        cells in prop::collection::vec(cell_strategy(), 1..400),
+        options in options_strategy(),
+        seek in prop::option::of(seek_key_strategy()),
+        stop in any::<prop::sample::Index>(),
+        name in prop::sample::select(vec!["f", "ff"]),
+    ) {
+        let cells = sorted(cells);
+        let dir = tempfile::tempdir().expect("test setup");
+        let reader = write(dir.path(), name, &cells, options);
+        let from = seek.as_ref().map_or(0, |key| cells.partition_point(|c| c.key() < key));
+        let start = |scanner: &mut keel_storefile::StoreFileScanner<'_>| {
+            if let Some(key) = &seek {
+                scanner.seek(key).expect("seek");
+            }
+        };
+        let mut scanner = reader.scanner();
+        start(&mut scanner);
+        let mut seen = Vec::new();
+        scanner
+            .for_each_ref(|c| {
+                seen.push(c.to_cell());
+                std::ops::ControlFlow::Continue(())
+            })
+            .expect("walk");
+        prop_assert_eq!(&seen[..], &cells[from..]);
+        prop_assert_eq!(scanner.next().expect("next"), None);
+        // Stopped after `take` cells: `next` goes on from the one after.
+        let take = stop.index(cells.len() - from + 1);
+        let mut scanner = reader.scanner();
+        start(&mut scanner);
+        let mut count = 0;
+        scanner
+            .for_each_ref(|_| {
+                count += 1;
+                if count >= take {
+                    std::ops::ControlFlow::Break(())
+                } else {
+                    std::ops::ControlFlow::Continue(())
+                }
+            })
+            .expect("walk");
+        prop_assert_eq!(count, take.max(usize::from(from < cells.len())).min(cells.len() - from));
+        let after = (from + count).min(cells.len());
+        let next = scanner.next().expect("next");
+        prop_assert_eq!(next.as_ref(), cells.get(after));
+    }
+
     #[test]
     fn reads_match_the_oracle(
         cells in prop::collection::vec(cell_strategy(), 1..400),

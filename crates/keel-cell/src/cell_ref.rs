@@ -1,0 +1,147 @@
+//! [`CellRef`]: a cell borrowed from the bytes it is encoded in (a store-file block), so a
+//! reader can look at every cell of a block without building a [`Cell`]: no `Bytes` per field,
+//! no reference-count traffic on the shared block, nothing to drop.
+
+use std::cmp::Ordering;
+
+use bytes::Bytes;
+
+use crate::cell::Cell;
+use crate::cell_type::CellType;
+use crate::codec::layout;
+use crate::error::DecodeError;
+use crate::key::{CellKey, KeyParts};
+use crate::limits::CellLimits;
+
+/// A cell's fields borrowed from where they lie. [`CellRef::decode`] checks exactly what
+/// [`Cell::decode`] checks; [`CellRef::to_cell`] makes an owned copy, and
+/// [`CellRef::slice_cell`] an owned cell that shares the buffer it was decoded from.
+///
+/// ```
+/// use bytes::{Bytes, BytesMut};
+/// use keel_cell::{Cell, CellLimits, CellRef};
+///
+/// let cell = Cell::put("row", "cf", "q", 7, "value")?;
+/// let mut buf = BytesMut::new();
+/// cell.encode(&mut buf);
+/// let (borrowed, end) = CellRef::decode(&buf, 0, &CellLimits::UNLIMITED)?;
+/// assert_eq!((borrowed.row(), borrowed.value(), end), (&b"row"[..], &b"value"[..], buf.len()));
+/// assert_eq!(borrowed.to_cell(), cell);
+/// assert_eq!(cell.borrowed(), borrowed);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellRef<'a> {
+    pub(crate) row: &'a [u8],
+    pub(crate) family: &'a [u8],
+    pub(crate) qualifier: &'a [u8],
+    pub(crate) timestamp: i64,
+    pub(crate) cell_type: CellType,
+    pub(crate) sequence_id: u64,
+    pub(crate) value: &'a [u8],
+}
+
+impl<'a> CellRef<'a> {
+    /// Decodes one cell starting at `offset` in `buf`, checking it against `limits`. Returns the
+    /// borrowed cell and the offset just past it.
+    pub fn decode(
+        buf: &'a [u8],
+        offset: usize,
+        limits: &CellLimits,
+    ) -> Result<(CellRef<'a>, usize), DecodeError> {
+        let at = layout(buf, offset, limits)?;
+        let cell = CellRef {
+            row: &buf[at.row],
+            family: &buf[at.family],
+            qualifier: &buf[at.qualifier],
+            timestamp: at.timestamp,
+            cell_type: at.cell_type,
+            sequence_id: at.sequence_id,
+            value: &buf[at.value],
+        };
+        Ok((cell, at.end))
+    }
+
+    /// The row.
+    pub fn row(&self) -> &'a [u8] {
+        self.row
+    }
+
+    /// The column family.
+    pub fn family(&self) -> &'a [u8] {
+        self.family
+    }
+
+    /// The qualifier.
+    pub fn qualifier(&self) -> &'a [u8] {
+        self.qualifier
+    }
+
+    /// The timestamp.
+    pub fn timestamp(&self) -> i64 {
+        self.timestamp
+    }
+
+    /// The type.
+    pub fn cell_type(&self) -> CellType {
+        self.cell_type
+    }
+
+    /// The sequence id.
+    pub fn sequence_id(&self) -> u64 {
+        self.sequence_id
+    }
+
+    /// The value.
+    pub fn value(&self) -> &'a [u8] {
+        self.value
+    }
+
+    /// The key's fields, for comparisons.
+    pub fn key_parts(&self) -> KeyParts<'a> {
+        KeyParts {
+            row: self.row,
+            family: self.family,
+            qualifier: self.qualifier,
+            timestamp: self.timestamp,
+            type_code: self.cell_type.code(),
+            sequence_id: self.sequence_id,
+        }
+    }
+
+    /// How this cell's key compares with `key`, in [`CellKey`]'s order.
+    pub fn cmp_key(&self, key: &CellKey) -> Ordering {
+        self.key_parts().cmp_key(key)
+    }
+
+    /// An owned copy of the cell.
+    pub fn to_cell(&self) -> Cell {
+        Cell {
+            key: CellKey {
+                row: Bytes::copy_from_slice(self.row),
+                family: Bytes::copy_from_slice(self.family),
+                qualifier: Bytes::copy_from_slice(self.qualifier),
+                timestamp: self.timestamp,
+                cell_type: self.cell_type,
+                sequence_id: self.sequence_id,
+            },
+            value: Bytes::copy_from_slice(self.value),
+        }
+    }
+
+    /// An owned cell whose fields share `buf`, which must be the buffer this cell borrows from
+    /// (as [`Bytes::slice_ref`] requires; it panics otherwise).
+    pub fn slice_cell(&self, buf: &Bytes) -> Cell {
+        Cell {
+            key: CellKey {
+                row: buf.slice_ref(self.row),
+                family: buf.slice_ref(self.family),
+                qualifier: buf.slice_ref(self.qualifier),
+                timestamp: self.timestamp,
+                cell_type: self.cell_type,
+                sequence_id: self.sequence_id,
+            },
+            value: buf.slice_ref(self.value),
+        }
+    }
+}
