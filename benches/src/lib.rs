@@ -6,3 +6,9 @@
 
 pub mod seeds;
 pub mod ycsb;
+
+/// The workspace README's examples, compiled and run as doctests (keel-bench is the one crate
+/// that sees the whole workspace and is never published).
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

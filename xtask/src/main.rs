@@ -167,6 +167,9 @@ fn ci() -> Result<(), String> {
     cmd::lint()?;
     cmd::lint_without_optional_features()?;
     cmd::doc()?;
+    // Every crate as it would be published, built from its own package; every example run.
+    cmd::package()?;
+    cmd::examples()?;
     suites::model(None, None)?;
     // The seed experiments at their smallest, so they never rot (release builds; seconds to run).
     seeds::seeds("quick")?;

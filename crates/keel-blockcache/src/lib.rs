@@ -29,3 +29,8 @@ pub use cache::{BlockCache, BlockCacheExt, BlockKey, BlockPriority, CacheStats, 
 pub use combined::{BlockKind, CombinedBlockCache, KindStats};
 pub use id_lock::{IdLockStats, IdReadGuard, IdReadWriteLock, IdWriteGuard, PoolKind};
 pub use lru::{LruBlockCache, LruOptions};
+
+/// The crate README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -56,3 +56,8 @@ pub use strategy::{RequestBuf, RequestConnection, RequestPool, Strategy};
 
 #[cfg(test)]
 mod tests;
+
+/// The crate README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -53,3 +53,8 @@ pub use codec::{
 pub use error::{CellError, DecodeError, escape_bytes};
 pub use key::{CellKey, KeyParts, LATEST_TIMESTAMP, compare_bytes};
 pub use limits::{CellLimits, MAX_ENCODED_CELL_LEN, MAX_FAMILY_LEN, MAX_ROW_LEN};
+
+/// The crate README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -166,3 +166,8 @@ pub trait FileHandle: Send + Sync + fmt::Debug {
 pub(crate) fn annotate(err: io::Error, op: &str, path: &Path) -> io::Error {
     io::Error::new(err.kind(), format!("{op} {}: {err}", path.display()))
 }
+
+/// The crate README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -55,3 +55,8 @@ pub use memstore::{DEFAULT_POOLED_CHUNKS, MemStore, MemStoreError, Snapshot};
 pub use options::{DEFAULT_CHUNK_SIZE, DEFAULT_MAX_COPIED_CELL, MemStoreOptions};
 pub use scanner::MemStoreScanner;
 pub use segment::{CELL_OVERHEAD_BYTES, SegmentSize};
+
+/// The crate README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -64,8 +64,8 @@ pub use server::{
     TableScanner, TableState,
 };
 
-/// The README's embedded example, compiled and run as a doctest.
-#[doc = include_str!("../../../README.md")]
+/// The crate README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 

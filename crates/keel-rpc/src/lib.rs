@@ -63,3 +63,8 @@ pub use options::{CodelOptions, ExecutorKind, QueueType, RpcOptions, ShutdownMod
 
 #[cfg(test)]
 mod tests;
+
+/// The crate README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

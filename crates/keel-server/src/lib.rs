@@ -17,3 +17,8 @@ pub mod status;
 pub use handler::{Handler, HandlerOptions};
 pub use net::{NetObserver, NetOptions, NetStats, ThriftServer, call_class};
 pub use status::{StatusOptions, StatusServer};
+
+/// The crate README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

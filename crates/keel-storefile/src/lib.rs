@@ -68,3 +68,8 @@ pub use writer::{StoreFileWriter, WriterOptions};
 
 #[cfg(test)]
 mod tests;
+
+/// The crate README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -137,3 +137,8 @@ mod tests {
         spin_hint();
     }
 }
+
+/// The crate README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

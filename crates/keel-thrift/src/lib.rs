@@ -64,3 +64,8 @@ pub use protocol::{
     DECODED_BINARY_COST, DECODED_ELEMENT_COST, DECODED_STRUCT_COST, Decoder, Encoder,
 };
 pub use types::{FieldHeader, Limits, MessageHeader, MessageType, TType};
+
+/// The crate README's example, compiled and run as a doctest.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
