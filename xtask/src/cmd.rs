@@ -6,7 +6,8 @@ use std::process::Command;
 /// Every optional feature of the workspace except keel-bench's `peers` (other engines, which
 /// CI leaves out: RocksDB's C++ alone would take most of its time budget). Used where
 /// `--all-features` would be; a crate adding a feature adds it here.
-pub(crate) const CI_FEATURES: &str = "keel-fs/fault-injection,keel-wal/tracing,keel-region/tracing";
+pub(crate) const CI_FEATURES: &str =
+    "keel-fs/fault-injection,keel-wal/tracing,keel-region/tracing,keel-server/cli";
 
 /// The workspace root: xtask lives one level below it.
 pub(crate) fn workspace_root() -> PathBuf {

@@ -45,6 +45,7 @@ pub(crate) fn check(root: &Path) -> Vec<String> {
         Err(err) => problems.push(err),
     }
     check_workspace_versions(root, &members, &mut problems);
+    check_unused_workspace_deps(root, &members, &mut problems);
     for member in &members {
         check_lints_opt_in(member, &mut problems);
         check_ci_features(member, &mut problems);
@@ -198,6 +199,15 @@ fn check_levels(
             continue;
         };
         let Some(deps) = &allowed.deps else { continue };
+        // Every allowed edge is a real one: a stale entry hides what the crate really needs.
+        let mut used = keel_deps(&member.manifest, "dependencies");
+        used.extend(keel_deps(&member.manifest, "dev-dependencies"));
+        for dep in deps.iter().filter(|d| !used.contains(*d)) {
+            problems.push(format!(
+                "architecture.md allows {} to depend on {dep}, but its manifest does not name it",
+                member.name
+            ));
+        }
         for section in ["dependencies", "build-dependencies", "dev-dependencies"] {
             for dep in keel_deps(&member.manifest, section) {
                 // Tests may always use keel-testkit, and the crate itself with test features on.
@@ -210,6 +220,53 @@ fn check_levels(
                     ));
                 }
             }
+        }
+    }
+}
+
+/// Every dependency table of a manifest: the plain ones and each `[target.'cfg(..)'.*]`.
+fn dependency_tables(manifest: &toml::Table) -> Vec<&toml::Table> {
+    const SECTIONS: [&str; 3] = ["dependencies", "build-dependencies", "dev-dependencies"];
+    let mut tables: Vec<&toml::Table> = SECTIONS
+        .iter()
+        .filter_map(|s| manifest.get(*s).and_then(|t| t.as_table()))
+        .collect();
+    if let Some(targets) = manifest.get("target").and_then(|t| t.as_table()) {
+        for target in targets.values().filter_map(|t| t.as_table()) {
+            tables.extend(
+                SECTIONS
+                    .iter()
+                    .filter_map(|s| target.get(*s).and_then(|t| t.as_table())),
+            );
+        }
+    }
+    tables
+}
+
+/// Every `[workspace.dependencies]` entry is used by some member: an unused one is a version
+/// pin nobody needs, and a sign that a dependency was dropped but not forgotten.
+fn check_unused_workspace_deps(root: &Path, members: &[Member], problems: &mut Vec<String>) {
+    let manifest = match read_toml(&root.join("Cargo.toml")) {
+        Ok(m) => m,
+        Err(err) => return problems.push(err),
+    };
+    let Some(declared) = manifest
+        .get("workspace")
+        .and_then(|w| w.get("dependencies"))
+        .and_then(|d| d.as_table())
+    else {
+        return;
+    };
+    let used: BTreeSet<&str> = members
+        .iter()
+        .flat_map(|m| dependency_tables(&m.manifest))
+        .flat_map(|t| t.keys().map(String::as_str))
+        .collect();
+    for name in declared.keys() {
+        if !used.contains(name.as_str()) {
+            problems.push(format!(
+                "[workspace.dependencies] {name} is used by no member"
+            ));
         }
     }
 }
@@ -426,6 +483,50 @@ mod tests {
         assert!(
             !problems.contains("xtask/src/main.rs"),
             "binaries may print:\n{problems}"
+        );
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn an_allowed_but_unused_edge_and_an_unused_workspace_dependency_are_reported() {
+        let tmp = std::env::temp_dir().join(format!("keel-tidy-unused-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        scratch_workspace(&tmp, "", "| `keel-fs` | 0 | built | — |\n", "//! Doc.\n");
+        // keel-fs may use keel-cell (planted), but does not; the workspace pins a crate nobody uses.
+        let write = |p: &str, s: &str| std::fs::write(tmp.join(p), s).unwrap();
+        std::fs::create_dir_all(tmp.join("crates/keel-fs/src")).unwrap();
+        write(
+            "crates/keel-fs/Cargo.toml",
+            "[package]\nname = \"keel-fs\"\n[dependencies]\nbytes.workspace = true\n",
+        );
+        write("crates/keel-fs/src/lib.rs", "//! Doc.\n");
+        let table = std::fs::read_to_string(tmp.join("docs/architecture.md")).unwrap();
+        write(
+            "docs/architecture.md",
+            &table.replace(
+                "| `keel-fs` | 0 | built | — |",
+                "| `keel-fs` | 0 | built | `keel-cell` |",
+            ),
+        );
+        write(
+            "Cargo.toml",
+            "[workspace.dependencies]\nkeel-cell = { path = \"crates/keel-cell\", version = \"0.1.0\" }\n\
+             bytes = \"1\"\nleft-over = \"1\"\n",
+        );
+        let problems = check(&tmp).join("\n");
+        assert!(
+            problems.contains(
+                "architecture.md allows keel-fs to depend on keel-cell, but its manifest does not name it"
+            ),
+            "{problems}"
+        );
+        assert!(
+            problems.contains("[workspace.dependencies] left-over is used by no member"),
+            "{problems}"
+        );
+        assert!(
+            !problems.contains("bytes is used by no member"),
+            "{problems}"
         );
         std::fs::remove_dir_all(&tmp).unwrap();
     }
