@@ -22,7 +22,7 @@ use keel_bench::ycsb::props::{Props, preset};
 use keel_bench::ycsb::runner::{self, RunOptions};
 use keel_bench::ycsb::targets::{Embedded, Layout, Thrift};
 use keel_bench::ycsb::workload::CoreWorkload;
-use keel_region::{Durability, RegionServer, ServerOptions};
+use keel_region::{Durability, Engine, EngineOptions};
 
 /// Keel's load driver.
 #[derive(Debug, Parser)]
@@ -233,15 +233,15 @@ fn ycsb(a: &YcsbArgs) -> Result<(), String> {
     let target: Box<dyn Target> = match a.target {
         TargetKind::Embedded => {
             store = Arc::new(
-                RegionServer::open(
+                Engine::open(
                     &store_dir,
-                    ServerOptions {
+                    EngineOptions {
                         default_durability: if a.durability == "fsync" {
                             Durability::FsyncWal
                         } else {
                             Durability::SyncWal
                         },
-                        ..ServerOptions::default()
+                        ..EngineOptions::default()
                     },
                 )
                 .map_err(|e| format!("opening {}: {e}", store_dir.display()))?,

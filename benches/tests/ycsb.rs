@@ -15,7 +15,7 @@ use keel_bench::ycsb::props::{Props, preset};
 use keel_bench::ycsb::runner::{RunOptions, run, timestamp};
 use keel_bench::ycsb::targets::{Embedded, Layout, Thrift, decode_record, encode_record};
 use keel_bench::ycsb::workload::CoreWorkload;
-use keel_region::{RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
@@ -369,8 +369,7 @@ fn quick_options(load: bool, threads: usize) -> RunOptions {
 fn whole_runs_against_keel_embedded_in_both_layouts() {
     for layout in [Layout::Columns, Layout::Cell] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store =
-            Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+        let store = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
         let w = workload(
             "recordcount=300\noperationcount=600\nreadproportion=0.4\nupdateproportion=0.2\n\
              insertproportion=0.1\nscanproportion=0.1\nreadmodifywriteproportion=0.2\n\
@@ -411,7 +410,7 @@ fn whole_runs_against_keel_embedded_in_both_layouts() {
 #[test]
 fn a_target_rate_paces_the_run_and_reports_intended_latency() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let store = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
     let w = workload("recordcount=100\noperationcount=200\n");
     let target = Embedded::new(&store, &w.table, "family", Layout::Columns).expect("target");
     run(&w, &target, &quick_options(true, 1)).expect("load");
@@ -437,7 +436,7 @@ fn a_target_rate_paces_the_run_and_reports_intended_latency() {
 fn a_run_over_thrift_against_keel_serve() {
     use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let store = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
     let server = ThriftServer::start(
         Arc::new(Handler::new(store, HandlerOptions::default())),
         NetOptions {

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use keel_bufpool::{PoolStats, Strategy};
-use keel_region::{RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
 
 use super::{Row, SeedResult, Size, Table};
@@ -48,9 +48,8 @@ struct Outcome {
 
 fn one_strategy(p: &Props, buffers: Strategy) -> Result<Outcome, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let store = Arc::new(
-        RegionServer::open(dir.path(), ServerOptions::default()).map_err(|e| e.to_string())?,
-    );
+    let store =
+        Arc::new(Engine::open(dir.path(), EngineOptions::default()).map_err(|e| e.to_string())?);
     let server = ThriftServer::start(
         Arc::new(Handler::new(store, HandlerOptions::default())),
         NetOptions {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use keel_region::{RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions};
 use keel_rpc::{ExecutorKind, RpcOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
 
@@ -103,7 +103,7 @@ fn sample_queue_time(server: &ThriftServer, stop: &AtomicBool) -> Vec<(f64, f64)
 }
 
 fn one_run(
-    store: &Arc<RegionServer>,
+    store: &Arc<Engine>,
     workload: &CoreWorkload,
     p: &Props,
     handlers: usize,
@@ -153,9 +153,8 @@ fn percentile(r: &Report, op: &str, p: f64) -> f64 {
 }
 
 /// Loads a fresh store with the workload's records (8 threads, not measured).
-fn loaded_store(p: &Props, dir: &std::path::Path) -> Result<Arc<RegionServer>, String> {
-    let store =
-        Arc::new(RegionServer::open(dir, ServerOptions::default()).map_err(|e| e.to_string())?);
+fn loaded_store(p: &Props, dir: &std::path::Path) -> Result<Arc<Engine>, String> {
+    let store = Arc::new(Engine::open(dir, EngineOptions::default()).map_err(|e| e.to_string())?);
     let workload = CoreWorkload::new(p).map_err(|e| e.to_string())?;
     let server = ThriftServer::start(
         Arc::new(Handler::new(Arc::clone(&store), HandlerOptions::default())),

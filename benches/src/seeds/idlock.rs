@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel_blockcache::IdReadWriteLock;
-use keel_region::{AreaKind, BlockCacheKind, PoolKind, RegionServer, ServerOptions};
+use keel_region::{AreaKind, BlockCacheKind, Engine, EngineOptions, PoolKind};
 
 use super::{Row, SeedResult, Size};
 use crate::ycsb::props::Props;
@@ -87,15 +87,15 @@ fn open(
     kind: &BlockCacheKind,
     pool: Option<PoolKind>,
     cache: u64,
-) -> Result<RegionServer, String> {
-    RegionServer::open(
+) -> Result<Engine, String> {
+    Engine::open(
         dir,
-        ServerOptions {
+        EngineOptions {
             block_cache_kind: kind.clone(),
             block_cache_bytes: cache,
             block_cache_lock_pool: pool,
             memory_bytes: 8 * cache.max(1 << 30),
-            ..ServerOptions::default()
+            ..EngineOptions::default()
         },
     )
     .map_err(|e| format!("opening {}: {e}", dir.display()))

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use keel_region::{Durability, FamilyOptions, RegionServer, ServerOptions};
+use keel_region::{Durability, EngineOptions, FamilyOptions};
 
 use super::db::Target;
 use super::peers::{self, Peer, PeerKind, WriteMode};
@@ -188,7 +188,7 @@ pub fn measure(
                 _ => Durability::SyncWal,
             };
             let store = Arc::new(
-                RegionServer::open(dir, ServerOptions::default())
+                keel_region::Engine::open(dir, EngineOptions::default())
                     .map_err(|e| format!("opening Keel in {}: {e}", dir.display()))?,
             );
             let outcome = match row.work {

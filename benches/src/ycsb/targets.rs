@@ -11,7 +11,7 @@ use std::sync::Arc;
 use bytes::{BufMut, Bytes, BytesMut};
 use keel_cell::{Cell, LATEST_TIMESTAMP};
 use keel_region::matcher::ReadQuery;
-use keel_region::{Durability, FamilyOptions, RegionServer, Scan, Table};
+use keel_region::{Durability, Engine, FamilyOptions, Scan, Table};
 use keel_thrift::Client;
 use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Mutation, Reply, TScan};
 use keel_thrift::transport::{Protocol, Transport};
@@ -88,7 +88,7 @@ pub struct Embedded {
 impl Embedded {
     /// Opens (creating if needed) `table` with one family in `store`.
     pub fn new(
-        store: &Arc<RegionServer>,
+        store: &Arc<Engine>,
         table: &str,
         family: &str,
         layout: Layout,

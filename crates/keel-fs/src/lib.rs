@@ -16,6 +16,20 @@
 //! - a failed write may leave a prefix of its bytes in the file (a torn write);
 //! - errors keep their `io::ErrorKind` (`StorageFull` for ENOSPC) and name the operation and path.
 //!
+//! ```
+//! use std::sync::Arc;
+//! use keel_fs::{FileSystem, StdFs};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let fs: Arc<dyn FileSystem> = Arc::new(StdFs);
+//! let file = fs.create(&dir.path().join("log"))?;
+//! file.append(b"acknowledged")?;
+//! file.sync_data()?; // durable from here on
+//! fs.sync_dir(dir.path())?; // and so is the file's name
+//! assert_eq!(file.len()?, 12);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
 //! What this crate is not: no buffering, no file formats, no retries; callers own those.
 
 mod std_fs;

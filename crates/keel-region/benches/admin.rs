@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use keel_cell::Cell;
 use keel_region::matcher::ReadQuery;
-use keel_region::{Durability, FamilyOptions, RegionLimits, RegionServer, ServerOptions};
+use keel_region::{Durability, Engine, EngineOptions, FamilyOptions, RegionLimits};
 use keel_testkit::figure;
 use rand::{Rng, SeedableRng};
 
@@ -44,8 +44,8 @@ fn key(i: u64) -> String {
     format!("row{:016x}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
-fn options() -> ServerOptions {
-    ServerOptions {
+fn options() -> EngineOptions {
+    EngineOptions {
         // A's 64 MiB must stay in its memstore until the disable flushes them.
         limits: RegionLimits {
             flush_size: 1 << 30,
@@ -54,13 +54,13 @@ fn options() -> ServerOptions {
         memory_bytes: 4 << 30,
         global_memstore_bytes: 1 << 30,
         flush_check_interval: Duration::from_secs(3600),
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     }
 }
 
 /// A fresh store with B loaded and cached and A1's and A2's memstores holding `a_bytes` each.
-fn prepare(dir: &Path, a_bytes: usize) -> RegionServer {
-    let server = RegionServer::open(dir, options()).expect("open");
+fn prepare(dir: &Path, a_bytes: usize) -> Engine {
+    let server = Engine::open(dir, options()).expect("open");
     let b = server
         .create_table("b", vec![FamilyOptions::new("f")])
         .expect("b");
@@ -95,7 +95,7 @@ fn prepare(dir: &Path, a_bytes: usize) -> RegionServer {
 /// name as a server call does; B's latency histogram in ns, of the gets due while `recording`
 /// was set.
 fn read_until(
-    server: &RegionServer,
+    server: &Engine,
     readers: u64,
     recording: &AtomicBool,
     stop: &AtomicBool,
@@ -142,7 +142,7 @@ fn read_until(
 }
 
 /// B's get p99 (µs) while nothing else runs, for `span`.
-fn without(server: &RegionServer, readers: u64, span: Duration, seed: u64) -> (f64, u64) {
+fn without(server: &Engine, readers: u64, span: Duration, seed: u64) -> (f64, u64) {
     let (recording, stop) = (AtomicBool::new(false), AtomicBool::new(false));
     let hist = std::thread::scope(|s| {
         s.spawn(|| {
@@ -158,7 +158,7 @@ fn without(server: &RegionServer, readers: u64, span: Duration, seed: u64) -> (f
 
 /// B's get p99 (µs) while `action` runs, and how long it took.
 fn during(
-    server: &RegionServer,
+    server: &Engine,
     readers: u64,
     seed: u64,
     action: impl FnOnce() + Send,

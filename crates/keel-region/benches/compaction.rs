@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use keel_region::compaction_policy::CompactionPolicy;
 use keel_region::matcher::ReadQuery;
-use keel_region::{FamilyOptions, RegionError, RegionLimits, RegionServer, ServerOptions, Table};
+use keel_region::{Engine, EngineOptions, FamilyOptions, RegionError, RegionLimits, Table};
 use keel_testkit::figure;
 use rand::{Rng, SeedableRng};
 
@@ -40,7 +40,7 @@ fn put_retrying(table: &Table, row: &[u8], value: &[u8]) {
 }
 
 fn write_amplification(dir: &Path, rows: u64) -> f64 {
-    let options = ServerOptions {
+    let options = EngineOptions {
         limits: RegionLimits {
             flush_size: 1 << 20,
             ..RegionLimits::default()
@@ -48,9 +48,9 @@ fn write_amplification(dir: &Path, rows: u64) -> f64 {
         flush_check_interval: Duration::from_millis(10),
         // Compaction alone: a table that split would add the rewriting of references.
         auto_split: false,
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     };
-    let server = RegionServer::open(dir, options).expect("open");
+    let server = Engine::open(dir, options).expect("open");
     let table = server
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");
@@ -93,7 +93,7 @@ fn write_amplification(dir: &Path, rows: u64) -> f64 {
 }
 
 fn prepare(dir: &Path, files: u64, rows_per_file: u64) {
-    let server = RegionServer::open(dir, ServerOptions::default()).expect("open");
+    let server = Engine::open(dir, EngineOptions::default()).expect("open");
     let table = server
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");
@@ -153,7 +153,7 @@ fn load(table: &Table, rows: u64, operations: u64, seed: u64) -> Histogram<u64> 
 
 /// One round: the load alone, then the same load while a major compaction runs.
 fn round(dir: &Path, rows: u64, operations: u64, seed: u64) -> (f64, f64, Duration, u64) {
-    let options = ServerOptions {
+    let options = EngineOptions {
         major_compaction_period: Duration::ZERO,
         // No minor compaction on its own: the baseline must run without one.
         compaction: CompactionPolicy {
@@ -161,9 +161,9 @@ fn round(dir: &Path, rows: u64, operations: u64, seed: u64) -> (f64, f64, Durati
             max_files: 100,
             ..CompactionPolicy::default()
         },
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     };
-    let server = RegionServer::open(dir, options).expect("open");
+    let server = Engine::open(dir, options).expect("open");
     let table = server.table("t").expect("table");
     let query = ReadQuery::latest(u64::MAX, 0);
     for i in 0..rows {

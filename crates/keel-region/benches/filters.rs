@@ -20,7 +20,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use keel_region::{FamilyOptions, Filter, RegionServer, Scan, ServerOptions, Table};
+use keel_region::{Engine, EngineOptions, FamilyOptions, Filter, Scan, Table};
 use keel_testkit::figure;
 
 const COLUMNS: usize = 5;
@@ -32,13 +32,13 @@ fn row(i: usize) -> String {
 
 struct Store {
     _dir: tempfile::TempDir,
-    _server: RegionServer,
+    _server: Engine,
     table: Table,
 }
 
 fn store(rows: usize) -> Store {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
     let table = server
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use keel_region::{
-    FamilyOptions, RegionError, RegionLimits, RegionServer, ServerOptions, Table, TableOptions,
+    Engine, EngineOptions, FamilyOptions, RegionError, RegionLimits, Table, TableOptions,
 };
 use keel_testkit::figure;
 
@@ -47,7 +47,7 @@ fn put_retrying(table: &Table, row: &[u8], value: &[u8]) {
 /// Loads `rows` rows into a fresh table of `regions` regions; writes per second.
 fn load(regions: u32, rows: u64, value: usize, flush_size: u64) -> f64 {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = ServerOptions {
+    let options = EngineOptions {
         limits: RegionLimits {
             flush_size,
             ..RegionLimits::default()
@@ -55,9 +55,9 @@ fn load(regions: u32, rows: u64, value: usize, flush_size: u64) -> f64 {
         flush_check_interval: Duration::from_millis(10),
         // The comparison is 8 regions against 1: neither may split.
         auto_split: false,
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     };
-    let server = RegionServer::open(dir.path(), options).expect("open");
+    let server = Engine::open(dir.path(), options).expect("open");
     let table = server
         .create_table_with(
             "t",
@@ -97,7 +97,7 @@ fn load(regions: u32, rows: u64, value: usize, flush_size: u64) -> f64 {
 /// p99 put latency in µs and the splits made.
 fn load_splitting(split: bool, rows: u64, value: usize) -> (f64, u64) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = ServerOptions {
+    let options = EngineOptions {
         limits: RegionLimits {
             flush_size: 1 << 20,
             ..RegionLimits::default()
@@ -105,9 +105,9 @@ fn load_splitting(split: bool, rows: u64, value: usize) -> (f64, u64) {
         flush_check_interval: Duration::from_millis(10),
         auto_split: split,
         max_region_size: 4 << 20,
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     };
-    let server = RegionServer::open(dir.path(), options).expect("open");
+    let server = Engine::open(dir.path(), options).expect("open");
     let table = server
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use keel_region::matcher::ReadQuery;
-use keel_region::{FamilyOptions, RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions, FamilyOptions};
 use keel_testkit::figure;
 use rand::{Rng, SeedableRng};
 
@@ -55,16 +55,16 @@ fn key(i: u64) -> String {
     format!("user{:019}", i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 1)
 }
 
-fn options() -> ServerOptions {
-    ServerOptions {
+fn options() -> EngineOptions {
+    EngineOptions {
         // Nothing background during the measurement: no periodic major compaction.
         major_compaction_period: Duration::ZERO,
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     }
 }
 
 fn prepare(dir: &Path, records: u64) {
-    let server = RegionServer::open(dir, options()).expect("open");
+    let server = Engine::open(dir, options()).expect("open");
     let table = server
         .create_table("usertable", vec![FamilyOptions::new("family")])
         .expect("create");
@@ -103,7 +103,7 @@ struct Measured {
 }
 
 fn work(dir: &Path, size: &Size) -> Measured {
-    let server = RegionServer::open(dir, options()).expect("open");
+    let server = Engine::open(dir, options()).expect("open");
     let table = server.table("usertable").expect("table");
     let per_thread = size.operations / THREADS as u64;
     let query = ReadQuery::latest(u64::MAX, 0);

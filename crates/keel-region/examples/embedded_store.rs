@@ -11,7 +11,7 @@ use std::error::Error;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use keel_region::{FamilyOptions, RegionServer, Scan, ServerOptions};
+use keel_region::{Engine, EngineOptions, FamilyOptions, Scan};
 
 const THREADS: u32 = 4;
 const USERS: u32 = 500;
@@ -25,7 +25,7 @@ fn now_ms() -> i64 {
 fn main() -> Result<(), Box<dyn Error>> {
     let dir = tempfile::tempdir()?;
     {
-        let server = RegionServer::open(dir.path(), ServerOptions::default())?;
+        let server = Engine::open(dir.path(), EngineOptions::default())?;
         let users = server.create_table("users", vec![FamilyOptions::new("info")])?;
         std::thread::scope(|s| -> Result<(), String> {
             let writers: Vec<_> = (0..THREADS)
@@ -72,7 +72,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
 
     // Reopened from the files: store files plus the WAL's replay.
-    let server = RegionServer::open(dir.path(), ServerOptions::default())?;
+    let server = Engine::open(dir.path(), EngineOptions::default())?;
     let users = server.table("users")?;
     let logins_per_user = |u: u32| (0..USERS).filter(|v| v % 97 == u % 97).count() as i64;
     for u in (0..USERS).step_by(37) {

@@ -94,7 +94,7 @@ pub enum RegionError {
         table: String,
         /// Families asked for.
         count: usize,
-        /// The limit (`ServerOptions::max_families_per_table`).
+        /// The limit (`EngineOptions::max_families_per_table`).
         max: usize,
     },
     /// A family named twice in one table.

@@ -60,7 +60,7 @@ pub use region::{
 pub use scan::Scan;
 pub use scanner::RegionScanner;
 pub use server::{
-    BlockCacheKind, RegionInfo, RegionServer, ServerOptions, ServerStats, Table, TableOptions,
+    BlockCacheKind, Engine, EngineOptions, EngineStats, RegionInfo, Table, TableOptions,
     TableScanner, TableState,
 };
 

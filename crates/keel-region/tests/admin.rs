@@ -10,15 +10,15 @@ use std::time::Duration;
 use keel_cell::{Cell, LATEST_TIMESTAMP};
 use keel_fs::{Fault, FaultFs, FileSystem};
 use keel_region::{
-    Durability, FamilyOptions, RegionError, RegionServer, ServerOptions, TableOptions, TableState,
+    Durability, Engine, EngineOptions, FamilyOptions, RegionError, TableOptions, TableState,
 };
 use keel_wal::WalOptions;
 
-fn options() -> ServerOptions {
-    ServerOptions {
+fn options() -> EngineOptions {
+    EngineOptions {
         flush_check_interval: Duration::from_secs(3600),
         block_cache_bytes: 0,
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     }
 }
 
@@ -48,7 +48,7 @@ fn files(dir: &Path) -> Vec<String> {
 fn names_that_could_reach_a_path_are_refused_and_directories_are_ids() {
     let root = tempfile::tempdir().expect("tempdir");
     let store = root.path().join("store");
-    let server = RegionServer::open(&store, options()).expect("open");
+    let server = Engine::open(&store, options()).expect("open");
     let t = server
         .create_table("t", vec![FamilyOptions::new("cf")])
         .expect("create");
@@ -107,7 +107,7 @@ fn names_that_could_reach_a_path_are_refused_and_directories_are_ids() {
     );
     drop(t);
     server.close().expect("close");
-    let server = RegionServer::open(&store, options()).expect("reopen");
+    let server = Engine::open(&store, options()).expect("reopen");
     assert_eq!(
         server
             .table("t")
@@ -125,7 +125,7 @@ fn a_catalog_of_the_previous_version_is_refused_by_name() {
     let text = "keel-catalog 1\nnext-region 1\n";
     let crc = crc32fast::hash(text.as_bytes());
     std::fs::write(dir.path().join("CATALOG"), format!("{text}crc {crc:08x}\n")).expect("write");
-    let err = RegionServer::open(dir.path(), options()).expect_err("refused");
+    let err = Engine::open(dir.path(), options()).expect_err("refused");
     assert!(
         matches!(&err, RegionError::UnsupportedFormat { found, .. } if found == "keel-catalog 1"),
         "{err}"
@@ -137,7 +137,7 @@ fn a_catalog_of_the_previous_version_is_refused_by_name() {
 #[test]
 fn a_deleted_tables_edits_do_not_pin_the_wal_across_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = RegionServer::open(dir.path(), options()).expect("open");
+    let server = Engine::open(dir.path(), options()).expect("open");
     let a = server
         .create_table("a", vec![FamilyOptions::new("f")])
         .expect("a");
@@ -162,7 +162,7 @@ fn a_deleted_tables_edits_do_not_pin_the_wal_across_a_restart() {
         .collect();
     // A crash rather than a clean close: nothing is flushed on the way down.
     drop(server);
-    let server = RegionServer::open(dir.path(), options()).expect("reopen");
+    let server = Engine::open(dir.path(), options()).expect("reopen");
     let b = server.table("b").expect("b");
     server.roll_wal();
     b.mutate(vec![put("after")], Durability::SyncWal)
@@ -182,7 +182,7 @@ fn a_deleted_tables_edits_do_not_pin_the_wal_across_a_restart() {
 #[test]
 fn a_disabled_tables_edits_do_not_pin_the_wal_across_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = RegionServer::open(dir.path(), options()).expect("open");
+    let server = Engine::open(dir.path(), options()).expect("open");
     let a = server
         .create_table("a", vec![FamilyOptions::new("f")])
         .expect("a");
@@ -200,7 +200,7 @@ fn a_disabled_tables_edits_do_not_pin_the_wal_across_a_restart() {
     b.flush().expect("flush b");
     drop(b);
     drop(server);
-    let server = RegionServer::open(dir.path(), options()).expect("reopen");
+    let server = Engine::open(dir.path(), options()).expect("reopen");
     assert_eq!(server.wal_closed_segments(), 0, "no closed segment is kept");
     server.enable_table("a").expect("enable");
     let a = server.table("a").expect("a");
@@ -219,7 +219,7 @@ fn a_disabled_tables_edits_do_not_pin_the_wal_across_a_restart() {
 fn table_churn_across_restarts_keeps_the_wal_bounded() {
     let dir = tempfile::tempdir().expect("tempdir");
     let max_segments = 3;
-    let options = || ServerOptions {
+    let options = || EngineOptions {
         wal: WalOptions {
             roll_size: 16 << 10,
             max_segments,
@@ -228,14 +228,14 @@ fn table_churn_across_restarts_keeps_the_wal_bounded() {
         ..options()
     };
     {
-        let server = RegionServer::open(dir.path(), options()).expect("open");
+        let server = Engine::open(dir.path(), options()).expect("open");
         server
             .create_table("c", vec![FamilyOptions::new("f")])
             .expect("c");
         server.close().expect("close");
     }
     for round in 0..8 {
-        let server = RegionServer::open(dir.path(), options()).expect("open");
+        let server = Engine::open(dir.path(), options()).expect("open");
         assert!(
             server.wal_closed_segments() <= max_segments,
             "round {round}: {} closed segments after the restart",
@@ -258,7 +258,7 @@ fn table_churn_across_restarts_keeps_the_wal_bounded() {
         server.delete_table(&name).expect("delete");
         server.close().expect("close");
     }
-    let server = RegionServer::open(dir.path(), options()).expect("open");
+    let server = Engine::open(dir.path(), options()).expect("open");
     assert!(server.wal_closed_segments() <= max_segments);
     let rows = server
         .table("c")
@@ -274,7 +274,7 @@ fn table_churn_across_restarts_keeps_the_wal_bounded() {
 #[test]
 fn a_region_that_cannot_open_fails_alone() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = RegionServer::open(dir.path(), options()).expect("open");
+    let server = Engine::open(dir.path(), options()).expect("open");
     for name in ["good", "broken"] {
         let t = server
             .create_table(name, vec![FamilyOptions::new("f")])
@@ -293,7 +293,7 @@ fn a_region_that_cannot_open_fails_alone() {
         .join(format!("{:020}", 2))
         .join("MANIFEST");
     std::fs::write(&manifest, b"keel-region-manifest 1\ngarbage\n").expect("damage");
-    let server = RegionServer::open(dir.path(), options()).expect("the server still opens");
+    let server = Engine::open(dir.path(), options()).expect("the server still opens");
     assert!(matches!(
         server.table_state("broken").expect("state"),
         TableState::FailedOpen { .. }
@@ -341,8 +341,7 @@ fn durability_is_the_servers_the_tables_or_an_override() {
     let mut opts = options();
     opts.table_durability
         .insert("overridden".to_string(), Durability::FsyncWal);
-    let server =
-        RegionServer::open_on(Arc::clone(&fs), Path::new("/s"), opts.clone()).expect("open");
+    let server = Engine::open_on(Arc::clone(&fs), Path::new("/s"), opts.clone()).expect("open");
     let plain = server
         .create_table("plain", vec![FamilyOptions::new("f")])
         .expect("plain");
@@ -377,7 +376,7 @@ fn durability_is_the_servers_the_tables_or_an_override() {
     }
     // A power cut: SyncWal writes were only written to the OS; FsyncWal ones were synced.
     let image: Arc<dyn FileSystem> = Arc::new(faults.crash_image());
-    let after = RegionServer::open_on(image, Path::new("/s"), opts.clone()).expect("reopen");
+    let after = Engine::open_on(image, Path::new("/s"), opts.clone()).expect("reopen");
     let has = |name: &str| {
         after
             .table(name)
@@ -398,11 +397,11 @@ fn durability_is_the_servers_the_tables_or_an_override() {
     );
     // The server's default (hbase.wal.hsync), and a table's durability changed later.
     drop(after);
-    let hsync = ServerOptions {
+    let hsync = EngineOptions {
         default_durability: Durability::FsyncWal,
         ..options()
     };
-    let s = RegionServer::open_on(Arc::clone(&fs), Path::new("/s2"), hsync).expect("open");
+    let s = Engine::open_on(Arc::clone(&fs), Path::new("/s2"), hsync).expect("open");
     s.create_table("t", vec![FamilyOptions::new("f")])
         .expect("t");
     assert_eq!(s.table_durability("t").expect("d"), Durability::FsyncWal);
@@ -418,7 +417,7 @@ fn durability_is_the_servers_the_tables_or_an_override() {
 #[test]
 fn a_poisoned_wal_is_reported_and_refuses_every_write() {
     let faults = Arc::new(FaultFs::new());
-    let server = RegionServer::open_on(faults.clone(), Path::new("/s"), options()).expect("open");
+    let server = Engine::open_on(faults.clone(), Path::new("/s"), options()).expect("open");
     let t = server
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("t");
@@ -440,14 +439,14 @@ fn a_poisoned_wal_is_reported_and_refuses_every_write() {
 #[test]
 fn free_memstore_chunks_are_bounded_per_server() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = ServerOptions {
+    let options = EngineOptions {
         memory_bytes: 256 << 20,
         global_memstore_bytes: 96 << 20,
         block_cache_bytes: 0,
         chunk_pool_bytes: Some(16 << 20),
         ..options()
     };
-    let server = RegionServer::open(dir.path(), options.clone()).expect("open");
+    let server = Engine::open(dir.path(), options.clone()).expect("open");
     let families: Vec<FamilyOptions> = (0..20)
         .map(|i| FamilyOptions::new(format!("f{i}")))
         .collect();
@@ -472,12 +471,12 @@ fn free_memstore_chunks_are_bounded_per_server() {
     let pooled = server.stats().chunk_pool_bytes;
     assert!(pooled > 0, "flushed chunks come back to the pool");
     assert!(pooled <= 16 << 20, "{pooled} bytes pooled");
-    let too_much = ServerOptions {
+    let too_much = EngineOptions {
         chunk_pool_bytes: Some(200 << 20),
         ..options
     };
     assert!(matches!(
-        RegionServer::open(tempfile::tempdir().expect("tempdir").path(), too_much),
+        Engine::open(tempfile::tempdir().expect("tempdir").path(), too_much),
         Err(RegionError::MemoryConfig(_))
     ));
 }

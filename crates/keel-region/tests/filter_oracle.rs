@@ -12,8 +12,7 @@ use keel_cell::Cell;
 use keel_region::filter::ColumnTest;
 use keel_region::matcher::ReadQuery;
 use keel_region::{
-    Comparator, CompareOp, Durability, FamilyOptions, Filter, ListOp, RegionServer, Scan,
-    ServerOptions,
+    Comparator, CompareOp, Durability, Engine, EngineOptions, FamilyOptions, Filter, ListOp, Scan,
 };
 use proptest::prelude::*;
 
@@ -478,7 +477,7 @@ proptest! {
         versions in 1u32..4,
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+        let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
         let families = ["f", "g"]
             .into_iter()
             .map(|n| {

@@ -8,15 +8,15 @@ use keel_cell::Cell;
 use keel_region::filter::ColumnTest;
 use keel_region::matcher::ReadQuery;
 use keel_region::{
-    Comparator, CompareOp, Durability, FamilyOptions, Filter, FilterError, ListOp, RegionServer,
-    Scan, ServerOptions, Table,
+    Comparator, CompareOp, Durability, Engine, EngineOptions, FamilyOptions, Filter, FilterError,
+    ListOp, Scan, Table,
 };
 
 /// A table `t` with families `cf` and `g` (3 versions each) holding `cells`
 /// (row, "family:qualifier", timestamp, value).
-fn table(cells: &[(&str, &str, i64, &str)]) -> (tempfile::TempDir, RegionServer, Table) {
+fn table(cells: &[(&str, &str, i64, &str)]) -> (tempfile::TempDir, Engine, Table) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
     let families = ["cf", "g"]
         .into_iter()
         .map(|name| {

@@ -13,14 +13,13 @@ use std::time::Duration;
 use keel_cell::Cell;
 use keel_fs::{Fault, FaultFs, FileSystem};
 use keel_region::{
-    Durability, FamilyOptions, RegionError, RegionLimits, RegionServer, Scan, ServerOptions,
-    TableState,
+    Durability, Engine, EngineOptions, FamilyOptions, RegionError, RegionLimits, Scan, TableState,
 };
 
 const DIR: &str = "/store";
 
-fn options() -> ServerOptions {
-    ServerOptions {
+fn options() -> EngineOptions {
+    EngineOptions {
         // No background flush may add writes to an operation's count.
         flush_check_interval: Duration::from_secs(3600),
         // Every disable takes the pre-flush path too.
@@ -29,12 +28,12 @@ fn options() -> ServerOptions {
             ..RegionLimits::default()
         },
         block_cache_bytes: 0,
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     }
 }
 
-fn open(fs: Arc<dyn FileSystem>) -> RegionServer {
-    RegionServer::open_on(fs, Path::new(DIR), options()).expect("the store opens")
+fn open(fs: Arc<dyn FileSystem>) -> Engine {
+    Engine::open_on(fs, Path::new(DIR), options()).expect("the store opens")
 }
 
 fn put(row: &'static str, value: &'static str) -> Cell {
@@ -45,7 +44,7 @@ fn put(row: &'static str, value: &'static str) -> Cell {
 /// which must work: no table in the catalog may be unable to open).
 type Observed = BTreeMap<String, (bool, Vec<(String, String)>)>;
 
-fn observe(server: &RegionServer) -> Observed {
+fn observe(server: &Engine) -> Observed {
     let mut seen = BTreeMap::new();
     for name in server.list_tables() {
         let state = server.table_state(&name).expect("state");
@@ -92,9 +91,9 @@ fn writes_and_syncs(fs: &FaultFs) -> u64 {
 /// every crash image against the states before and after.
 fn sweep(
     name: &str,
-    setup: impl Fn(&RegionServer),
-    op: impl Fn(&RegionServer) -> Result<(), RegionError>,
-    after_reopen: impl Fn(&RegionServer, &Observed),
+    setup: impl Fn(&Engine),
+    op: impl Fn(&Engine) -> Result<(), RegionError>,
+    after_reopen: impl Fn(&Engine, &Observed),
 ) {
     let clean = Arc::new(FaultFs::new());
     let server = open(clean.clone());
@@ -152,7 +151,7 @@ fn sweep(
     );
 }
 
-fn table_with_rows(server: &RegionServer, name: &str) {
+fn table_with_rows(server: &Engine, name: &str) {
     let t = server
         .create_table(name, vec![FamilyOptions::new("f")])
         .expect("create");
@@ -201,7 +200,7 @@ fn creating_a_pre_split_table_is_crash_atomic() {
 }
 
 /// A table of three regions with rows flushed and logged in each.
-fn split_table_with_rows(server: &RegionServer, name: &str) {
+fn split_table_with_rows(server: &Engine, name: &str) {
     let t = server
         .create_table_with(
             name,

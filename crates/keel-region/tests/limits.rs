@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use keel_cell::{Cell, LATEST_TIMESTAMP};
 use keel_fs::{FileSystem, StdFs};
 use keel_region::{
-    CompactionThroughput, Durability, FamilyOptions, Region, RegionError, RegionLimits,
-    RegionServer, ServerOptions, Table,
+    CompactionThroughput, Durability, Engine, EngineOptions, FamilyOptions, Region, RegionError,
+    RegionLimits, Table,
 };
 use keel_wal::{Wal, WalOptions};
 
@@ -116,7 +116,7 @@ fn flushes_wait_for_compaction_when_a_family_has_too_many_files() {
     let server_dir = tempfile::tempdir().expect("tempdir");
     // Through a server: with compactions unable to keep up (none run: the policy wants 20
     // files), a due flush is held back until the wait is over, then made anyway.
-    let options = ServerOptions {
+    let options = EngineOptions {
         limits: RegionLimits {
             flush_size: 1024,
             blocking_store_files: 3,
@@ -129,9 +129,9 @@ fn flushes_wait_for_compaction_when_a_family_has_too_many_files() {
             ..Default::default()
         },
         flush_check_interval: Duration::from_millis(10),
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     };
-    let server = RegionServer::open(server_dir.path(), options).expect("server");
+    let server = Engine::open(server_dir.path(), options).expect("server");
     let t = server
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");
@@ -169,21 +169,21 @@ fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) {
 #[test]
 fn memory_settings_that_do_not_fit_are_refused_at_start() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = ServerOptions {
+    let options = EngineOptions {
         memory_bytes: 512 << 20,
         global_memstore_bytes: 256 << 20,
         block_cache_bytes: 256 << 20,
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     };
-    let err = RegionServer::open(dir.path(), options).expect_err("refused");
+    let err = Engine::open(dir.path(), options).expect_err("refused");
     assert!(matches!(err, RegionError::MemoryConfig(_)), "{err}");
     assert!(err.to_string().contains("80%"), "{err}");
-    let bad_low = ServerOptions {
+    let bad_low = EngineOptions {
         global_memstore_low_fraction: 1.5,
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     };
     assert!(matches!(
-        RegionServer::open(dir.path(), bad_low),
+        Engine::open(dir.path(), bad_low),
         Err(RegionError::MemoryConfig(_))
     ));
 }
@@ -208,7 +208,7 @@ fn put_retrying(table: &Table, row: &[u8], value: &[u8], refusals: &AtomicU64) {
 fn a_writer_faster_than_flush_and_compaction_is_slowed_and_loses_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let high: u64 = 512 << 10;
-    let options = ServerOptions {
+    let options = EngineOptions {
         limits: RegionLimits {
             flush_size: 128 << 10,
             block_multiplier: 2,
@@ -227,9 +227,9 @@ fn a_writer_faster_than_flush_and_compaction_is_slowed_and_loses_nothing() {
         // One region per table: the counters below are the regions' own (a split's parent
         // takes its counts with it). Splits under load are tested in tests/split.rs.
         auto_split: false,
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     };
-    let server = RegionServer::open(dir.path(), options).expect("server");
+    let server = Engine::open(dir.path(), options).expect("server");
     let tables: Vec<Table> = (0..3)
         .map(|i| {
             server
@@ -332,13 +332,13 @@ fn a_writer_faster_than_flush_and_compaction_is_slowed_and_loses_nothing() {
 #[test]
 fn periodic_major_compaction_runs_when_due() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = ServerOptions {
+    let options = EngineOptions {
         major_compaction_period: Duration::from_millis(300),
         major_compaction_jitter: 0.0,
         flush_check_interval: Duration::from_millis(10),
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     };
-    let server = RegionServer::open(dir.path(), options).expect("server");
+    let server = Engine::open(dir.path(), options).expect("server");
     let t = server
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");
@@ -391,7 +391,7 @@ fn leftovers_of_an_uncommitted_flush_or_compaction_are_removed_on_open() {
 #[test]
 fn a_write_above_the_blocking_size_waits_for_the_flush_then_is_refused() {
     let open = |dir: &Path, busy_wait: Duration, blocking_store_files: usize| {
-        let options = ServerOptions {
+        let options = EngineOptions {
             limits: RegionLimits {
                 flush_size: 16 << 10,
                 block_multiplier: 2,
@@ -408,9 +408,9 @@ fn a_write_above_the_blocking_size_waits_for_the_flush_then_is_refused() {
             },
             flush_check_interval: Duration::from_secs(3600),
             auto_split: false,
-            ..ServerOptions::default()
+            ..EngineOptions::default()
         };
-        RegionServer::open(dir, options).expect("server")
+        Engine::open(dir, options).expect("server")
     };
     let value = vec![3u8; 1024];
     // Flushes go ahead (the file count stays under the blocking count).

@@ -11,9 +11,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use keel_cell::Cell;
 use keel_region::matcher::ReadQuery;
-use keel_region::{
-    Durability, FamilyOptions, Filter, RegionServer, Scan, ServerOptions, TableOptions,
-};
+use keel_region::{Durability, Engine, EngineOptions, FamilyOptions, Filter, Scan, TableOptions};
 use proptest::prelude::*;
 
 const ROWS: [&str; 13] = [
@@ -174,7 +172,7 @@ proptest! {
         scans in prop::collection::vec(scan_case(), 4),
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let open = || RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+        let open = || Engine::open(dir.path(), EngineOptions::default()).expect("open");
         let mut server = open();
         let keys: Vec<Bytes> = splits.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect();
         let mut f = FamilyOptions::new("f");
@@ -281,7 +279,7 @@ proptest! {
 #[test]
 fn split_keys_are_checked_and_each_region_is_listed() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
     let with = |keys: &[&str]| TableOptions {
         split_keys: keys
             .iter()

@@ -226,9 +226,9 @@ proptest! {
 /// the whole table holds one row at a time (it returns its first row before reading the rest).
 #[test]
 fn a_reversed_scan_seeks_instead_of_reading_the_table() {
-    use keel_region::{FamilyOptions, RegionServer, ServerOptions};
+    use keel_region::{Engine, EngineOptions, FamilyOptions};
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
     let mut family = FamilyOptions::new("f");
     family.files.block_size = 4096;
     let t = server.create_table("t", vec![family]).expect("create");

@@ -1,12 +1,12 @@
 //! The region server: tables created, listed, disabled, enabled and deleted, with the catalog
 //! and the data surviving a restart; bad names and states refused with typed errors.
 
-use keel_region::{FamilyOptions, RegionError, RegionLimits, RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions, FamilyOptions, RegionError, RegionLimits};
 
 #[test]
 fn tables_and_their_data_survive_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
     let t = server
         .create_table("t1", vec![FamilyOptions::new("f"), FamilyOptions::new("g")])
         .expect("create");
@@ -20,7 +20,7 @@ fn tables_and_their_data_survive_a_restart() {
     drop(t);
     server.close().expect("close");
 
-    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("reopen");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("reopen");
     assert_eq!(server.list_tables(), ["t1", "t2"]);
     let t = server.table("t1").expect("table");
     assert_eq!(
@@ -48,7 +48,7 @@ fn tables_and_their_data_survive_a_restart() {
 #[test]
 fn table_states_and_names_are_checked() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
     assert!(matches!(
         server.create_table("bad name", vec![FamilyOptions::new("f")]),
         Err(RegionError::BadName(_))
@@ -105,7 +105,7 @@ fn table_states_and_names_are_checked() {
 #[test]
 fn reads_of_store_files_go_through_the_shared_block_cache() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
     let hot = FamilyOptions {
         in_memory: true,
         ..FamilyOptions::new("f")
@@ -132,11 +132,11 @@ fn reads_of_store_files_go_through_the_shared_block_cache() {
     drop(t);
     server.close().expect("close");
     // The in-memory flag survives in the catalog.
-    let server = RegionServer::open(
+    let server = Engine::open(
         dir.path(),
-        ServerOptions {
+        EngineOptions {
             block_cache_bytes: 0,
-            ..ServerOptions::default()
+            ..EngineOptions::default()
         },
     )
     .expect("reopen");
@@ -156,15 +156,15 @@ fn reads_of_store_files_go_through_the_shared_block_cache() {
 #[test]
 fn the_flusher_flushes_a_region_past_its_flush_size() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = ServerOptions {
+    let options = EngineOptions {
         limits: RegionLimits {
             flush_size: 64 * 1024,
             ..RegionLimits::default()
         },
         flush_check_interval: std::time::Duration::from_millis(10),
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     };
-    let server = RegionServer::open(dir.path(), options).expect("open");
+    let server = Engine::open(dir.path(), options).expect("open");
     // Two tables: the two flusher threads each look after one.
     let other = server
         .create_table("a", vec![FamilyOptions::new("f")])
@@ -222,7 +222,7 @@ fn request_counters_store_file_sizes_and_wal_stats() {
     use keel_cell::{Cell, LATEST_TIMESTAMP};
     use keel_region::{Durability, Scan, matcher::ReadQuery};
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
     let t = server
         .create_table(
             "t",
@@ -269,7 +269,7 @@ fn request_counters_store_file_sizes_and_wal_stats() {
     assert!(server.block_cache_lock_stats().is_some());
     assert_eq!(
         server.block_cache_capacity(),
-        ServerOptions::default().block_cache_bytes
+        EngineOptions::default().block_cache_bytes
     );
     let _ = server.wal_closed_segments();
 }
@@ -287,13 +287,13 @@ fn a_bucket_cache_with_a_weak_or_a_soft_id_lock_pool() {
         },
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let server = RegionServer::open(
+        let server = Engine::open(
             dir.path(),
-            ServerOptions {
+            EngineOptions {
                 block_cache_kind: BlockCacheKind::Bucket(AreaKind::Heap),
                 block_cache_bytes: 64 << 20,
                 block_cache_lock_pool: Some(pool),
-                ..ServerOptions::default()
+                ..EngineOptions::default()
             },
         )
         .expect("open");

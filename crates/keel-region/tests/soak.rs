@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use keel_cell::Cell;
 use keel_region::matcher::ReadQuery;
 use keel_region::{
-    CompactionThroughput, Durability, FamilyOptions, RegionError, RegionLimits, RegionServer, Scan,
-    ServerOptions, Table,
+    CompactionThroughput, Durability, Engine, EngineOptions, FamilyOptions, RegionError,
+    RegionLimits, Scan, Table,
 };
 use rand::{Rng, SeedableRng};
 
@@ -27,8 +27,8 @@ const ROWS_PER_WRITER: u64 = 3_000;
 /// Below two regions' blocking size together, so both the region and the global limits act.
 const HIGH: u64 = 3 << 19;
 
-fn options() -> ServerOptions {
-    ServerOptions {
+fn options() -> EngineOptions {
+    EngineOptions {
         limits: RegionLimits {
             flush_size: 256 << 10,
             block_multiplier: 4,
@@ -44,7 +44,7 @@ fn options() -> ServerOptions {
             upper_bytes_per_sec: 16 << 20,
         },
         flush_check_interval: Duration::from_millis(20),
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     }
 }
 
@@ -152,7 +152,7 @@ fn verify(tables: &[Table], acked: &[Acked]) {
 }
 
 fn run_phase(dir: &Path, acked: &mut [Acked], seconds: f64, phase: u64) -> (u64, u64) {
-    let server = RegionServer::open(dir, options()).expect("open");
+    let server = Engine::open(dir, options()).expect("open");
     let tables: Vec<Table> = ["t0", "t1"]
         .iter()
         .map(|name| match server.table(name) {
@@ -258,7 +258,7 @@ fn soak() {
     }
     assert!(flushes > 0, "the soak never flushed");
     // And once more after the last clean close.
-    let server = RegionServer::open(dir.path(), options()).expect("open");
+    let server = Engine::open(dir.path(), options()).expect("open");
     let tables = vec![
         server.table("t0").expect("t0"),
         server.table("t1").expect("t1"),

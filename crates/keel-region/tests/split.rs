@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use bytes::Bytes;
 use keel_cell::Cell;
-use keel_region::{Durability, FamilyOptions, RegionError, RegionServer, Scan, ServerOptions};
+use keel_region::{Durability, Engine, EngineOptions, FamilyOptions, RegionError, Scan};
 
 const NOW: i64 = i64::MAX / 2;
 
@@ -56,11 +56,11 @@ fn region_dirs(dir: &std::path::Path) -> usize {
 fn a_split_keeps_every_row_and_its_parent_until_nothing_refers_to_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     // The daughters keep their references until this test compacts them.
-    let options = || ServerOptions {
+    let options = || EngineOptions {
         compact_split_regions: false,
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     };
-    let server = RegionServer::open(dir.path(), options()).expect("open");
+    let server = Engine::open(dir.path(), options()).expect("open");
     let t = server
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");
@@ -103,7 +103,7 @@ fn a_split_keeps_every_row_and_its_parent_until_nothing_refers_to_it() {
     // Across a restart: the catalog names the daughters, which still read the parent's files.
     drop(t);
     server.close().expect("close");
-    let server = RegionServer::open(dir.path(), options()).expect("reopen");
+    let server = Engine::open(dir.path(), options()).expect("reopen");
     let t = server.table("t").expect("t");
     let want: Vec<(String, String)> = expected.clone().into_iter().collect();
     assert_eq!(rows_of(&t, false), want);
@@ -125,14 +125,14 @@ fn a_split_keeps_every_row_and_its_parent_until_nothing_refers_to_it() {
     assert_eq!(region_dirs(dir.path()), 1);
     drop(t);
     server.close().expect("close");
-    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("reopen");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("reopen");
     assert_eq!(rows_of(&server.table("t").expect("t"), false), want);
 }
 
 #[test]
 fn bad_splits_and_merges_are_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
     let t = server
         .create_table_with(
             "t",
@@ -166,7 +166,7 @@ fn bad_splits_and_merges_are_refused() {
 #[test]
 fn a_scan_and_writers_run_through_splits() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let server = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
     let t = server
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");
@@ -255,6 +255,6 @@ fn a_scan_and_writers_run_through_splits() {
     drop(t);
     let server = Arc::try_unwrap(server).expect("one owner");
     server.close().expect("close");
-    let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("reopen");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("reopen");
     check(&server.table("t").expect("t"));
 }

@@ -11,14 +11,13 @@ use std::time::Duration;
 use keel_cell::Cell;
 use keel_fs::{Fault, FaultFs, FileSystem};
 use keel_region::{
-    Durability, FamilyOptions, RegionError, RegionLimits, RegionServer, Scan, ServerOptions,
-    TableOptions,
+    Durability, Engine, EngineOptions, FamilyOptions, RegionError, RegionLimits, Scan, TableOptions,
 };
 
 const DIR: &str = "/store";
 
-fn options() -> ServerOptions {
-    ServerOptions {
+fn options() -> EngineOptions {
+    EngineOptions {
         flush_check_interval: Duration::from_secs(3600),
         limits: RegionLimits {
             preclose_flush_size: 0,
@@ -27,18 +26,18 @@ fn options() -> ServerOptions {
         block_cache_bytes: 0,
         // No background compaction may add writes to an operation's count.
         compact_split_regions: false,
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     }
 }
 
-fn open(fs: Arc<dyn FileSystem>) -> RegionServer {
-    RegionServer::open_on(fs, Path::new(DIR), options()).expect("the store opens")
+fn open(fs: Arc<dyn FileSystem>) -> Engine {
+    Engine::open_on(fs, Path::new(DIR), options()).expect("the store opens")
 }
 
 /// The table's region boundaries and its rows.
 type Observed = (Vec<(String, String)>, Vec<(String, String)>);
 
-fn observe(server: &RegionServer) -> Observed {
+fn observe(server: &Engine) -> Observed {
     let t = server.table("t").expect("the table opens");
     let regions = t
         .region_infos()
@@ -71,7 +70,7 @@ fn writes_and_syncs(fs: &FaultFs) -> u64 {
 }
 
 /// A table of three regions (split at g and n) with rows flushed and rows only logged in each.
-fn setup(server: &RegionServer) {
+fn setup(server: &Engine) {
     let t = server
         .create_table_with(
             "t",
@@ -110,7 +109,7 @@ fn setup(server: &RegionServer) {
     .expect("write");
 }
 
-fn sweep(name: &str, op: impl Fn(&RegionServer) -> Result<(), RegionError>) {
+fn sweep(name: &str, op: impl Fn(&Engine) -> Result<(), RegionError>) {
     let clean = Arc::new(FaultFs::new());
     let server = open(clean.clone());
     setup(&server);

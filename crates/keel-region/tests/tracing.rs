@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use keel_region::matcher::ReadQuery;
-use keel_region::{FamilyOptions, RegionLimits, RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions, FamilyOptions, RegionLimits};
 use tracing::span::{Attributes, Id};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
@@ -86,7 +86,7 @@ fn spans_and_events_cover_the_paths_and_follow_across_threads() {
     let seen = || recorder.0.lock().expect("lock");
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = ServerOptions {
+    let options = EngineOptions {
         limits: RegionLimits {
             flush_size: 8 * 1024,
             block_multiplier: 2,
@@ -94,9 +94,9 @@ fn spans_and_events_cover_the_paths_and_follow_across_threads() {
         },
         // Long enough that only a request wakes the flusher in time.
         flush_check_interval: Duration::from_secs(3600),
-        ..ServerOptions::default()
+        ..EngineOptions::default()
     };
-    let server = RegionServer::open(dir.path(), options).expect("open");
+    let server = Engine::open(dir.path(), options).expect("open");
     let t = server
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");

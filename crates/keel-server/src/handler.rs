@@ -10,8 +10,8 @@ use bytes::Bytes;
 use keel_cell::{Cell, LATEST_TIMESTAMP, escape_bytes};
 use keel_region::matcher::{ReadQuery, TimeRange};
 use keel_region::{
-    BloomType, Compression, Durability, FamilyOptions, Filter, RegionError, RegionInfo,
-    RegionServer, Scan, Table,
+    BloomType, Compression, Durability, Engine, FamilyOptions, Filter, RegionError, RegionInfo,
+    Scan, Table,
 };
 use keel_thrift::hbase::{
     BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TAppend, TCell, TColumn,
@@ -52,9 +52,9 @@ impl Default for HandlerOptions {
     }
 }
 
-/// Executes calls against a [`RegionServer`].
+/// Executes calls against a [`Engine`].
 pub struct Handler {
-    server: Arc<RegionServer>,
+    server: Arc<Engine>,
     options: HandlerOptions,
     scanners: Arc<Scanners>,
 }
@@ -207,7 +207,7 @@ fn parse_filter(filter: &[u8]) -> Result<Filter, HbaseError> {
 impl Handler {
     /// A handler over `server`.
     /// A handler over `server`. A timer closes scanners whose lease ran out.
-    pub fn new(server: Arc<RegionServer>, options: HandlerOptions) -> Handler {
+    pub fn new(server: Arc<Engine>, options: HandlerOptions) -> Handler {
         let scanners = Scanners::new(ScannerLimits {
             lease: options.scanner_lease,
             max_open: options.max_open_scanners,

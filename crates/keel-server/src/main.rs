@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use keel_region::{RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions};
 use keel_server::config::{SETTINGS, Settings};
 use keel_server::{Handler, HandlerOptions, NetOptions, StatusOptions, StatusServer, ThriftServer};
 
@@ -195,7 +195,7 @@ fn settings(args: &Serve) -> Result<Settings, String> {
 
 fn serve(args: &Serve) -> Result<(), String> {
     let s = settings(args)?;
-    let mut store_options = ServerOptions::default();
+    let mut store_options = EngineOptions::default();
     store_options.limits.flush_size = s.flush_size;
     store_options.max_region_size = s.max_region_size;
     store_options.auto_split = s.split_policy == keel_server::config::SplitPolicy::Stepping;
@@ -207,7 +207,7 @@ fn serve(args: &Serve) -> Result<(), String> {
     store_options.table_split_keys = s.table_split_keys.clone();
     store_options.max_families_per_table = s.max_families_per_table;
     let store = Arc::new(
-        RegionServer::open(&s.data_dir, store_options)
+        Engine::open(&s.data_dir, store_options)
             .map_err(|e| format!("cannot open {}: {e}", s.data_dir.display()))?,
     );
     let handler = Arc::new(Handler::new(

@@ -195,14 +195,14 @@ impl Scanners {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use keel_region::{FamilyOptions, RegionServer, Scan, ServerOptions};
+    use keel_region::{Engine, EngineOptions, FamilyOptions, Scan};
 
     /// A scanner a call is reading when its connection goes is not put back afterwards: before,
     /// the connection's cleanup could not see it and it stayed until its lease ran out.
     #[test]
     fn a_scanner_in_use_when_its_connection_goes_is_freed_after_the_call() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let server = RegionServer::open(dir.path(), ServerOptions::default()).expect("open");
+        let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
         let table = server
             .create_table("t", vec![FamilyOptions::new("f")])
             .expect("create");

@@ -30,7 +30,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use history::Sample;
-use keel_region::RegionServer;
+use keel_region::Engine;
 pub use snapshot::Snapshot;
 
 use crate::NetObserver;
@@ -68,7 +68,7 @@ impl Default for StatusOptions {
 }
 
 struct Sources {
-    store: Arc<RegionServer>,
+    store: Arc<Engine>,
     /// The status port listens on a loopback address: admin operations are served.
     loopback: bool,
     net: NetObserver,
@@ -111,7 +111,7 @@ impl StatusServer {
     /// `POST /admin/split?table=T&region=ID[&at=ROW]` and `POST /admin/merge?table=T&a=ID&b=ID`
     /// (row keys percent-encoded).
     pub fn start(
-        store: Arc<RegionServer>,
+        store: Arc<Engine>,
         net: NetObserver,
         options: &StatusOptions,
     ) -> std::io::Result<StatusServer> {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use keel_region::{RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, StatusOptions, StatusServer, ThriftServer};
 use keel_thrift::Client;
 use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Mutation};
@@ -88,7 +88,7 @@ fn the_status_page_in_headless_chromium() {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let store = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
     let handler = Arc::new(Handler::new(Arc::clone(&store), HandlerOptions::default()));
     let thrift = ThriftServer::start(
         handler,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use keel_region::{RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
 use keel_thrift::hbase::{
     BatchMutation, Call, ColumnDescriptor, HbaseError, Mutation, Reply, TAppend, TIncrement, TScan,
@@ -258,7 +258,7 @@ fn calls(t: &Bytes) -> Vec<(Call, Expect)> {
 #[test]
 fn every_method_and_error_reply_in_every_transport_and_protocol() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let store = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
     let handler = Arc::new(Handler::new(store, HandlerOptions::default()));
     let options = NetOptions {
         listen: "127.0.0.1:0".parse().expect("address"),

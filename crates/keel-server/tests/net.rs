@@ -6,7 +6,7 @@ use std::net::TcpStream;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use keel_region::{RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
 use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Mutation, Reply, TScan};
 use keel_thrift::transport::{Protocol, Transport};
@@ -197,7 +197,7 @@ fn unknown_methods_malformed_and_oversized_requests() {
 #[test]
 fn a_dropped_connection_frees_its_scanners() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let store = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
     let handler = Arc::new(Handler::new(store, HandlerOptions::default()));
     let options = NetOptions {
         listen: "127.0.0.1:0".parse().expect("address"),
@@ -284,7 +284,7 @@ fn pipelined_requests_are_answered_in_order() {
 #[test]
 fn a_client_gone_mid_call_leaves_no_scanner_behind() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let store = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
     let handler = Arc::new(Handler::new(store, HandlerOptions::default()));
     // One handler, kept busy by slow reads, so the scanner opens queue behind them and each
     // client is gone before its call runs.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use keel_region::{RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, StatusOptions, StatusServer, ThriftServer};
 use keel_thrift::Client;
 use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Mutation, TScan};
@@ -26,7 +26,7 @@ struct Stack {
 
 fn start() -> Stack {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let store = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
     let handler = Arc::new(Handler::new(Arc::clone(&store), HandlerOptions::default()));
     let thrift = ThriftServer::start(
         handler,
@@ -304,8 +304,7 @@ fn a_poisoned_wal_and_a_failed_table_are_on_the_page_and_in_metrics() {
     let faults = Arc::new(FaultFs::new());
     let path = std::path::Path::new("/store");
     {
-        let store =
-            RegionServer::open_on(faults.clone(), path, ServerOptions::default()).expect("open");
+        let store = Engine::open_on(faults.clone(), path, EngineOptions::default()).expect("open");
         for name in ["ok", "broken"] {
             store
                 .create_table(name, vec![FamilyOptions::new("cf")])
@@ -320,9 +319,8 @@ fn a_poisoned_wal_and_a_failed_table_are_on_the_page_and_in_metrics() {
         .join("MANIFEST");
     let file = faults.create(&manifest).expect("create");
     file.append(b"garbage").expect("write");
-    let store = Arc::new(
-        RegionServer::open_on(faults.clone(), path, ServerOptions::default()).expect("open"),
-    );
+    let store =
+        Arc::new(Engine::open_on(faults.clone(), path, EngineOptions::default()).expect("open"));
     let table = store.table("ok").expect("ok");
     faults.inject(Fault::fail_sync(1).on_path("wal"));
     let cell = keel_cell::Cell::put("r", "cf", "q", 1, "v").expect("cell");
@@ -396,7 +394,7 @@ fn a_poisoned_wal_and_a_failed_table_are_on_the_page_and_in_metrics() {
 #[test]
 fn the_status_port_bounds_slowloris_huge_headers_and_idle_crowds() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let store = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
     let handler = Arc::new(Handler::new(Arc::clone(&store), HandlerOptions::default()));
     let thrift = ThriftServer::start(
         handler,

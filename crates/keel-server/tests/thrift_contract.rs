@@ -270,13 +270,13 @@ fn a_scan_composes_its_filter_with_every_other_field() {
 
 #[test]
 fn a_pre_split_table_shows_its_regions_and_compacts_one_by_name() {
-    use keel_region::{RegionServer, ServerOptions};
+    use keel_region::{Engine, EngineOptions};
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut options = ServerOptions::default();
+    let mut options = EngineOptions::default();
     options
         .table_split_keys
         .insert("p".into(), vec![b("g"), b("n")]);
-    let server = std::sync::Arc::new(RegionServer::open(dir.path(), options).expect("open"));
+    let server = std::sync::Arc::new(Engine::open(dir.path(), options).expect("open"));
     let h = keel_server::Handler::new(server, HandlerOptions::default());
     h.handle(Call::CreateTable {
         table: b("p"),

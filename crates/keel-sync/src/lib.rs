@@ -9,6 +9,24 @@
 //! Under shuttle, timed waits never time out (shuttle has no clock): code must never depend on
 //! a timeout for progress, and a lost wake-up shows up as a deadlock that shuttle reports.
 //!
+//! ```
+//! use keel_sync::atomic::{AtomicU64, Ordering};
+//! use keel_sync::{Condvar, Mutex};
+//!
+//! // parking_lot's shape in both builds: lock() returns the guard; a condition variable waits on it.
+//! let ready = Mutex::new(false);
+//! let signal = Condvar::new();
+//! *ready.lock() = true;
+//! signal.notify_all();
+//! let mut guard = ready.lock();
+//! while !*guard {
+//!     signal.wait(&mut guard);
+//! }
+//! let counter = AtomicU64::new(0);
+//! counter.fetch_add(1, Ordering::SeqCst);
+//! assert_eq!(counter.load(Ordering::SeqCst), 1);
+//! ```
+//!
 //! What this crate is not: no new primitives and no policy; it only chooses implementations.
 
 #[cfg(shuttle)]

@@ -38,7 +38,7 @@ impl Region {
     /// Merges store files: per family, the files `policy` selects — or, with `major`, all of
     /// them — are rewritten as one, committed through the manifest like a flush, and the old
     /// files removed. Returns how many files went away. Unthrottled; the server's background
-    /// compactions pace themselves (`ServerOptions::compaction_throughput`).
+    /// compactions pace themselves (`EngineOptions::compaction_throughput`).
     ///
     /// A compaction of only some of a family's files keeps every cell (the other files' cells
     /// may need its markers). One that takes every file — a major compaction, or a selection

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use keel_fs::FileSystem;
 
-use super::{Hosted, LiveRegions, RegionServer, Serving, State, Table, region_id_of};
+use super::{Engine, Hosted, LiveRegions, Serving, State, Table, region_id_of};
 use crate::catalog::{Catalog, RegionEntry, TableEntry};
 use crate::error::{RegionError, io};
 use crate::names::{TableName, check_family_name};
@@ -36,14 +36,14 @@ pub struct TableOptions {
     pub durability: Durability,
     /// Split keys for a pre-split table (HBase's `createTable(desc, splitKeys)`): the table
     /// starts as one region per range between them. Empty: one region, or the split keys
-    /// [`super::ServerOptions::table_split_keys`] names for this table.
+    /// [`super::EngineOptions::table_split_keys`] names for this table.
     pub split_keys: Vec<bytes::Bytes>,
 }
 
 impl State {
     /// Creates an enabled table. Its name must follow HBase's rules ([`crate::names`]), and
     /// so must every family's; at least one family, at most
-    /// [`super::ServerOptions::max_families_per_table`], none named twice. The table is in the
+    /// [`super::EngineOptions::max_families_per_table`], none named twice. The table is in the
     /// catalog, durably, before it is served.
     pub(crate) fn create_table_with(
         &self,
@@ -248,7 +248,7 @@ impl State {
     }
 
     /// Sets a table's durability (HBase's table `DURABILITY`), persisted in the catalog and in
-    /// force for its next write. An override in [`super::ServerOptions::table_durability`]
+    /// force for its next write. An override in [`super::EngineOptions::table_durability`]
     /// still wins while the server runs with it.
     pub(crate) fn set_table_durability(
         &self,
@@ -349,9 +349,9 @@ struct HostedView {
     serving: Serving,
 }
 
-impl RegionServer {
+impl Engine {
     /// Creates an enabled table with `families` and HBase's table defaults; see
-    /// [`RegionServer::create_table_with`].
+    /// [`Engine::create_table_with`].
     pub fn create_table(
         &self,
         name: &str,
@@ -363,9 +363,9 @@ impl RegionServer {
 
     /// Creates an enabled table. Its name must follow HBase's rules ([`crate::names`]), and
     /// so must every family's; at least one family, at most
-    /// [`super::ServerOptions::max_families_per_table`], none named twice. The table is in the
+    /// [`super::EngineOptions::max_families_per_table`], none named twice. The table is in the
     /// catalog, durably, before it is served. With split keys ([`TableOptions::split_keys`],
-    /// or [`super::ServerOptions::table_split_keys`] for its name) it starts as several
+    /// or [`super::EngineOptions::table_split_keys`] for its name) it starts as several
     /// regions.
     pub fn create_table_with(
         &self,
@@ -399,7 +399,7 @@ impl RegionServer {
     }
 
     /// Sets a table's durability (HBase's table `DURABILITY`), persisted in the catalog and in
-    /// force for its next write. An override in [`super::ServerOptions::table_durability`]
+    /// force for its next write. An override in [`super::EngineOptions::table_durability`]
     /// still wins while the server runs with it.
     pub fn set_table_durability(
         &self,

@@ -10,7 +10,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use keel_sync::RwLock;
 use keel_wal::Wal;
 
-use super::{Hosted, ServerOptions, Serving, State};
+use super::{EngineOptions, Hosted, Serving, State};
 use crate::limits::{MemoryAccount, Throttle};
 use crate::region::Region;
 
@@ -37,7 +37,7 @@ pub(crate) struct Shared {
     state: Weak<State>,
     tables: Weak<RwLock<BTreeMap<String, Hosted>>>,
     wal: Weak<Wal>,
-    options: ServerOptions,
+    options: EngineOptions,
     pub(crate) account: Arc<MemoryAccount>,
     pub(crate) throttle: Throttle,
     pub(crate) counters: Counters,
@@ -315,7 +315,7 @@ impl Housekeeping {
         state: Weak<State>,
         tables: Weak<RwLock<BTreeMap<String, Hosted>>>,
         wal: Weak<Wal>,
-        options: ServerOptions,
+        options: EngineOptions,
         account: Arc<MemoryAccount>,
     ) -> std::io::Result<Housekeeping> {
         let (small, small_jobs) = crossbeam_channel::unbounded();

@@ -1,4 +1,4 @@
-//! [`RegionServer`]: the embedded store's front door — one WAL shared by every region, a
+//! [`Engine`]: the embedded store's front door — one WAL shared by every region, a
 //! persisted table catalog, and [`Table`] handles. One region per table for now; the catalog
 //! records each table's region id so that splitting can come without a format change.
 //!
@@ -38,7 +38,7 @@ mod table;
 pub use admin::TableOptions;
 use housekeeping::Housekeeping;
 use keel_blockcache::{BucketCache, CacheStats};
-pub use options::{BlockCacheKind, ServerOptions, ServerStats};
+pub use options::{BlockCacheKind, EngineOptions, EngineStats};
 pub(crate) use table::{LiveRegions, TableRegions};
 pub use table::{RegionInfo, Table, TableScanner};
 
@@ -84,7 +84,7 @@ impl Hosted {
 pub(crate) type Tables = Arc<RwLock<BTreeMap<String, Hosted>>>;
 
 /// An embedded store serving tables from one directory.
-pub struct RegionServer {
+pub struct Engine {
     state: Arc<State>,
     /// The block cache as a bucket cache, when it is one.
     bucket: Option<Arc<BucketCache>>,
@@ -98,7 +98,7 @@ pub struct RegionServer {
 pub(crate) struct State {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
-    options: ServerOptions,
+    options: EngineOptions,
     wal: Arc<Wal>,
     reads: BlockReads,
     /// Held only to look a table up or to swap its entry: never across I/O.
@@ -146,16 +146,16 @@ fn load_or_create_cluster_id(fs: &dyn FileSystem, dir: &Path) -> Result<String, 
     Ok(id)
 }
 
-impl std::fmt::Debug for RegionServer {
+impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RegionServer")
+        f.debug_struct("Engine")
             .field("dir", &self.state.dir)
             .field("tables", &self.list_tables())
             .finish_non_exhaustive()
     }
 }
 
-impl RegionServer {
+impl Engine {
     /// The store's id (HBase's cluster id): made when the store is created, the same on every
     /// open.
     pub fn cluster_id(&self) -> &str {
@@ -163,11 +163,8 @@ impl RegionServer {
     }
 
     /// Opens (creating if needed) the store in `dir` on the local file system.
-    pub fn open(
-        dir: impl AsRef<Path>,
-        options: ServerOptions,
-    ) -> Result<RegionServer, RegionError> {
-        RegionServer::open_on(Arc::new(StdFs), dir.as_ref(), options)
+    pub fn open(dir: impl AsRef<Path>, options: EngineOptions) -> Result<Engine, RegionError> {
+        Engine::open_on(Arc::new(StdFs), dir.as_ref(), options)
     }
 
     /// Opens the store in `dir` on `fs` (see the module's documentation for what that does).
@@ -176,8 +173,8 @@ impl RegionServer {
     pub fn open_on(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
-        options: ServerOptions,
-    ) -> Result<RegionServer, RegionError> {
+        options: EngineOptions,
+    ) -> Result<Engine, RegionError> {
         options.check_memory()?;
         fs.create_dir_durable(dir)
             .map_err(|e| io("create directory", dir, e))?;
@@ -219,7 +216,7 @@ impl RegionServer {
         state.remove_orphans(&catalog);
         state.open_regions(&catalog);
         state.close_unhosted_regions(&catalog);
-        let server = RegionServer {
+        let server = Engine {
             state: Arc::clone(&state),
             bucket,
             housekeeping: Mutex::new(None),
@@ -237,7 +234,7 @@ impl RegionServer {
         Ok(server)
     }
 
-    /// Column families a table may have (`ServerOptions::max_families_per_table`).
+    /// Column families a table may have (`EngineOptions::max_families_per_table`).
     pub fn max_families_per_table(&self) -> usize {
         self.state.options.max_families_per_table
     }
@@ -288,7 +285,7 @@ impl RegionServer {
     }
 
     /// What `UseDefault` writes to a table get now (its own durability, an override from
-    /// [`ServerOptions::table_durability`], or the server's default).
+    /// [`EngineOptions::table_durability`], or the server's default).
     pub fn table_durability(&self, name: &str) -> Result<Durability, RegionError> {
         self.state
             .tables
@@ -299,15 +296,15 @@ impl RegionServer {
     }
 
     /// The server's counters: global memory, pressure flushes, background failures.
-    pub fn stats(&self) -> ServerStats {
+    pub fn stats(&self) -> EngineStats {
         use std::sync::atomic::Ordering::Relaxed;
         let (blocked_writes, blocked_time) = self.state.account.blocked();
-        let mut stats = ServerStats {
+        let mut stats = EngineStats {
             memstore_bytes: self.state.account.used(),
             memstore_high: self.state.account.high(),
             blocked_writes,
             blocked_time,
-            ..ServerStats::default()
+            ..EngineStats::default()
         };
         if let Some(h) = &*self.housekeeping.lock() {
             let c = &h.shared.counters;
@@ -379,7 +376,7 @@ impl RegionServer {
 
     /// Splits region `region_id` of `table` at `at`, or at its split point (HBase's
     /// `Admin.splitRegion`): crash-safe, with the catalog as the commit point (see
-    /// [`crate::RegionServer`]'s module docs on regions). The daughters refer to the parent's
+    /// [`crate::Engine`]'s module docs on regions). The daughters refer to the parent's
     /// files and are compacted in the background to rewrite them. Returns the daughters.
     pub fn split_region(
         &self,

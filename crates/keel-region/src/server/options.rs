@@ -1,4 +1,4 @@
-//! [`ServerOptions`], [`ServerStats`] and the block cache a server reads through.
+//! [`EngineOptions`], [`EngineStats`] and the block cache a server reads through.
 
 use std::sync::Arc;
 
@@ -12,9 +12,9 @@ use crate::error::RegionError;
 use crate::limits::{CompactionThroughput, RegionLimits};
 use crate::region::{Durability, WriteOrder};
 
-/// How a [`super::RegionServer`] runs. Keys are HBase's where HBase has one.
+/// How a [`super::Engine`] runs. Keys are HBase's where HBase has one.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServerOptions {
+pub struct EngineOptions {
     /// What `Durability::UseDefault` means on this server for a table that does not choose:
     /// `SyncWal` (acknowledged once written to the OS: survives a process crash), HBase's
     /// default; `FsyncWal` (acknowledged after fdatasync: survives a power cut) is what HBase's
@@ -80,7 +80,7 @@ pub struct ServerOptions {
     pub table_durability: std::collections::BTreeMap<String, Durability>,
     /// Split regions by size in the background, by HBase's `SteppingSplitPolicy`: a region
     /// splits once its largest store holds more than 2 × the flush size while its table has
-    /// one region, more than [`ServerOptions::max_region_size`] once it has several. True.
+    /// one region, more than [`EngineOptions::max_region_size`] once it has several. True.
     pub auto_split: bool,
     /// `hbase.hregion.max.filesize`: the store size past which a region of a table that already
     /// has several regions splits (10 GiB).
@@ -102,12 +102,12 @@ pub struct ServerOptions {
     pub chunk_pool_bytes: Option<u64>,
 }
 
-impl Default for ServerOptions {
-    fn default() -> ServerOptions {
+impl Default for EngineOptions {
+    fn default() -> EngineOptions {
         let memory_bytes: u64 = 1 << 30;
         let limits = RegionLimits::default();
         let compaction = CompactionPolicy::default();
-        ServerOptions {
+        EngineOptions {
             default_durability: Durability::SyncWal,
             write_order: WriteOrder::Reordered,
             wal: WalOptions::default(),
@@ -139,7 +139,7 @@ impl Default for ServerOptions {
     }
 }
 
-impl ServerOptions {
+impl EngineOptions {
     /// The chunk pool's bound in bytes.
     pub fn chunk_pool_bytes(&self) -> u64 {
         self.chunk_pool_bytes.unwrap_or(self.memory_bytes / 10)
@@ -172,7 +172,7 @@ impl ServerOptions {
 
 /// The server's own counters (each region's are in [`crate::Region::stats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ServerStats {
+pub struct EngineStats {
     /// Bytes held in memstores across every region.
     pub memstore_bytes: u64,
     /// The global high watermark.
@@ -215,7 +215,7 @@ pub enum BlockCacheKind {
 /// The cache, and the same cache as a bucket cache when it is one (for its slot locks).
 pub(super) type Caches = (Arc<dyn BlockCache>, Option<Arc<BucketCache>>);
 
-pub(super) fn block_cache(options: &ServerOptions) -> Result<Caches, RegionError> {
+pub(super) fn block_cache(options: &EngineOptions) -> Result<Caches, RegionError> {
     Ok(match &options.block_cache_kind {
         BlockCacheKind::Lru => {
             let defaults = LruOptions::default();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use keel_region::{RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions};
 use keel_rpc::ExecutorKind;
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
 use keel_thrift::Client;
@@ -26,7 +26,7 @@ struct Outcome {
 
 fn run(kind: ExecutorKind, seconds: f64) -> Outcome {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let store = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
     let handler = Arc::new(Handler::new(store, HandlerOptions::default()));
     let mut options = NetOptions {
         listen: "127.0.0.1:0".parse().expect("address"),

@@ -26,7 +26,7 @@ mod workload;
 use std::sync::Arc;
 
 use keel_bufpool::Strategy;
-use keel_region::{RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
 use keel_testkit::figure;
 use keel_thrift::Client;
@@ -40,13 +40,13 @@ static COUNTING: alloc::Counting = alloc::Counting;
 /// A server on a fresh store in a temporary directory, with table `t` (family `cf`) loaded.
 struct Running {
     _dir: tempfile::TempDir,
-    store: Arc<RegionServer>,
+    store: Arc<Engine>,
     server: ThriftServer,
 }
 
 fn start(buffers: Strategy) -> Running {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let store = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
     let handler = Arc::new(Handler::new(Arc::clone(&store), HandlerOptions::default()));
     let options = NetOptions {
         listen: "127.0.0.1:0".parse().expect("address"),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use keel_region::{RegionServer, TableState};
+use keel_region::{Engine, TableState};
 use serde::Serialize;
 
 use super::history::Sample;
@@ -281,7 +281,7 @@ fn micros(d: Duration) -> u64 {
 
 /// Gathers a snapshot (`history` is filled in by the caller).
 pub(super) fn collect(
-    store: &RegionServer,
+    store: &Engine,
     net: &NetObserver,
     uptime: Duration,
     history: Vec<Sample>,

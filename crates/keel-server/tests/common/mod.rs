@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use keel_region::{RegionServer, ServerOptions};
+use keel_region::{Engine, EngineOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
 use keel_thrift::Client;
 use keel_thrift::hbase::{
@@ -77,7 +77,7 @@ pub(crate) fn write_config(dir: &std::path::Path, extra: &str) -> (u16, std::pat
 
 /// A server on a fresh store in `dir`, on an ephemeral loopback port, with `options` otherwise.
 pub(crate) fn serve(dir: &std::path::Path, options: NetOptions) -> ThriftServer {
-    let store = Arc::new(RegionServer::open(dir, ServerOptions::default()).expect("open"));
+    let store = Arc::new(Engine::open(dir, EngineOptions::default()).expect("open"));
     let handler = Arc::new(Handler::new(store, HandlerOptions::default()));
     ThriftServer::start(
         handler,
@@ -118,7 +118,7 @@ pub(crate) struct Fixture {
 
 pub(crate) fn fixture(options: HandlerOptions) -> Fixture {
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = Arc::new(RegionServer::open(dir.path(), ServerOptions::default()).expect("open"));
+    let server = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
     let handler = Handler::new(server, options);
     handler
         .handle(Call::CreateTable {
