@@ -167,7 +167,22 @@ pub(crate) const UNPUBLISHED: [&str; 3] = ["keel-testkit", "xtask", "keel-bench"
 /// own tarball, with its Keel dependencies from the other tarballs (a README, LICENSE or path
 /// that exists only in the repository fails here, not on crates.io).
 pub(crate) fn package() -> Result<(), String> {
-    let mut args = vec!["package", "--locked", "--workspace", "--allow-dirty"];
+    forget_packaged_keel_crates();
+    // Verification builds registry packages, which cargo takes to be immutable: a Keel crate
+    // built by an earlier run (same name, same version) would be reused however its sources
+    // changed. So it builds in a target directory of its own, from which every Keel artifact
+    // is removed first (the external dependencies stay built).
+    let target = workspace_root().join("target").join("package-check");
+    forget_keel_artifacts(&target.join("debug"));
+    let target_arg = target.to_string_lossy().to_string();
+    let mut args = vec![
+        "package",
+        "--locked",
+        "--workspace",
+        "--allow-dirty",
+        "--target-dir",
+        &target_arg,
+    ];
     for crate_name in UNPUBLISHED {
         args.extend(["--exclude", crate_name]);
     }
@@ -213,4 +228,66 @@ pub(crate) fn examples() -> Result<(), String> {
         ))?;
     }
     Ok(())
+}
+
+/// Cargo unpacks the packages it verifies from a temporary local registry into
+/// `$CARGO_HOME/registry/src/<that registry>/` and never unpacks a version again once there: a
+/// second run with changed sources would verify against the first run's copies (same name,
+/// same version). So the unpacked and cached Keel packages of every registry but crates.io's
+/// are removed first; crates.io's own sources are left alone.
+fn forget_packaged_keel_crates() {
+    let home = std::env::var_os("CARGO_HOME").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo"),
+        PathBuf::from,
+    );
+    for kind in ["src", "cache"] {
+        let Ok(registries) = std::fs::read_dir(home.join("registry").join(kind)) else {
+            continue;
+        };
+        for registry in registries.flatten() {
+            if registry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("index.crates.io")
+            {
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(registry.path()) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                if entry.file_name().to_string_lossy().starts_with("keel-") {
+                    let path = entry.path();
+                    let _ = if path.is_dir() {
+                        std::fs::remove_dir_all(&path)
+                    } else {
+                        std::fs::remove_file(&path)
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Removes every Keel crate's build artifacts and fingerprints under `profile_dir`.
+fn forget_keel_artifacts(profile_dir: &std::path::Path) {
+    for sub in [".fingerprint", "deps", "build", "incremental"] {
+        let Ok(entries) = std::fs::read_dir(profile_dir.join(sub)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name.starts_with("keel-")
+                || name.starts_with("keel_")
+                || name.starts_with("libkeel_")
+            {
+                let path = entry.path();
+                let _ = if path.is_dir() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+            }
+        }
+    }
 }

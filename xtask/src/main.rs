@@ -28,9 +28,14 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Everything CI checks: fmt, tidy, clippy, docs, shuttle models, the seed experiments and
-    /// the admin benchmark at their smallest, doctests and tests.
+    /// Everything CI checks: fmt, tidy, clippy, docs, every library crate packaged and built
+    /// from its package, every example run, shuttle models, the seed experiments and the admin
+    /// benchmark at their smallest, doctests and tests.
     Ci,
+    /// `cargo package` of every library crate, each built from its package as crates.io would.
+    Package,
+    /// Builds and runs every crate's examples (each checks its own result).
+    Examples,
     /// Formats the workspace (`--check` only reports).
     Fmt {
         /// Report unformatted files instead of rewriting them.
@@ -117,6 +122,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Ci => ci(),
+        Command::Package => cmd::package(),
+        Command::Examples => cmd::examples(),
         Command::Fmt { check } => cmd::fmt(check),
         Command::Lint => cmd::lint(),
         Command::Doc => cmd::doc(),
