@@ -22,6 +22,7 @@ const TRACING: &str = "\
 | compiled out | 1453 | 52.1 | 63.5 |
 | compiled in, no subscriber | 1465 | 53.0 | 65.7 |
 | compiled in, recording subscriber | 1873 | 66.4 | 80.4 |
+| compiled in, OTLP export | 2511 | 70.1 | 251.3 |
 figure: tracing_off_vs_compiled_out_p99 = 1.0343
 figure: tracing_on_vs_compiled_out_p99 = 1.2661
 ";
@@ -43,6 +44,11 @@ fn imported_benchmarks_become_results() {
     assert_eq!(
         (tracing.rows[2].keel_a, tracing.rows[2].keel_b),
         (65.7, 63.5)
+    );
+    assert_eq!(
+        (tracing.rows[5].keel_a, tracing.rows[5].keel_b),
+        (251.3, 63.5),
+        "the OTLP export's p99 beside compiled out"
     );
     assert!(seeds::imported::reorder("nothing here", Size::Quick).is_err());
     assert!(seeds::imported::tracing(INCREMENT, Size::Quick).is_err());

@@ -7,7 +7,7 @@ use std::process::Command;
 /// CI leaves out: RocksDB's C++ alone would take most of its time budget). Used where
 /// `--all-features` would be; a crate adding a feature adds it here.
 pub(crate) const CI_FEATURES: &str =
-    "keel-fs/fault-injection,keel-wal/tracing,keel-region/tracing,keel-server/cli";
+    "keel-fs/fault-injection,keel-wal/tracing,keel-region/tracing,keel-server/cli,keel-server/otlp";
 
 /// The workspace root: xtask lives one level below it.
 pub(crate) fn workspace_root() -> PathBuf {

@@ -3,12 +3,15 @@
 //! threads, embedded, on a table pre-loaded with 10-field records, flushed and major-compacted so
 //! reads are served from one store file through the block cache. Three builds in one run:
 //! tracing compiled out (keel-region without its `tracing` feature), compiled in with no
-//! subscriber, and compiled in with a subscriber that records and formats every span and event
-//! (tracing-subscriber's fmt layer at TRACE, writing to a sink). Rounds interleave the three;
+//! subscriber, compiled in with a subscriber that records and formats every span and event
+//! (tracing-subscriber's fmt layer at TRACE, writing to a sink), and compiled in with its INFO
+//! spans exported over OTLP/HTTP as `keel serve --otlp-endpoint` exports them (every trace
+//! sampled, to a stand-in collector in this process that reads and drops each export). Rounds
+//! interleave them;
 //! each run starts from a fresh copy of the prepared data. Reports run time, read p95/p99 and
 //! the ratios to compiled-out (medians over rounds).
 //!
-//! Roles: `--prepare DIR`, `--worker DIR [--subscriber]` (one measured run, printing a
+//! Roles: `--prepare DIR`, `--worker DIR [--subscriber | --otlp URL]` (one measured run, printing a
 //! `result:` line), and the default, the coordinator; xtask passes `--compiled-out EXE`, the
 //! same benchmark built without the feature.
 
@@ -163,6 +166,7 @@ enum Mode {
     CompiledOut,
     Off,
     On,
+    Otlp,
 }
 
 impl Mode {
@@ -171,18 +175,25 @@ impl Mode {
             Mode::CompiledOut => "compiled out",
             Mode::Off => "compiled in, no subscriber",
             Mode::On => "compiled in, recording subscriber",
+            Mode::Otlp => "compiled in, OTLP export",
         }
     }
 }
 
-fn run_worker(exe: &Path, data: &Path, quick: bool, subscriber: bool) -> Measured {
+fn run_worker(exe: &Path, data: &Path, quick: bool, mode: Mode, collector: &str) -> Measured {
     let mut command = Command::new(exe);
     command.arg("--worker").arg(data);
     if quick {
         command.arg("--quick");
     }
-    if subscriber {
-        command.arg("--subscriber");
+    match mode {
+        Mode::On => {
+            command.arg("--subscriber");
+        }
+        Mode::Otlp => {
+            command.arg("--otlp").arg(collector);
+        }
+        Mode::CompiledOut | Mode::Off => {}
     }
     let output = command.output().expect("worker runs");
     assert!(
@@ -204,6 +215,34 @@ fn run_worker(exe: &Path, data: &Path, quick: bool, subscriber: bool) -> Measure
         read_p95_us: numbers[1],
         read_p99_us: numbers[2],
     }
+}
+
+/// Installs an exporter of every INFO span over OTLP/HTTP to `url`, with the batch processor
+/// and sampler `keel serve --otlp-endpoint` uses; returns the provider to flush at the end.
+fn export_spans(url: &str) -> opentelemetry_sdk::trace::SdkTracerProvider {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+    use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary)
+        .with_endpoint(url)
+        .build()
+        .expect("an OTLP exporter");
+    let provider = SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
+            1.0,
+        ))))
+        .build();
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("keel"))
+        .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+    tracing_subscriber::registry().with(layer).init();
+    provider
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -232,6 +271,7 @@ fn main() {
                 .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
                 .init();
         }
+        let provider = value_after("--otlp").map(|url| export_spans(&url.to_string_lossy()));
         let m = work(&dir, &size);
         println!(
             "result: {} {} {}",
@@ -239,6 +279,9 @@ fn main() {
             m.read_p95_us,
             m.read_p99_us
         );
+        if let Some(provider) = provider {
+            let _ = provider.shutdown();
+        }
         return;
     }
     let me = std::env::current_exe().expect("own path");
@@ -256,7 +299,15 @@ fn main() {
         .status()
         .expect("prepare");
     assert!(status.success(), "preparing the table failed");
-    let mut modes = vec![Mode::Off, Mode::On];
+    // The stand-in collector: reads each export whole and drops it, counting the bytes.
+    let exported = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = std::sync::Arc::clone(&exported);
+    let collector = keel_testkit::HttpSink::start(move |_, body| {
+        counter.fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    })
+    .expect("the stand-in collector starts");
+    let collector_url = format!("{}/v1/traces", collector.url());
+    let mut modes = vec![Mode::Off, Mode::On, Mode::Otlp];
     match &compiled_out {
         Some(_) => modes.insert(0, Mode::CompiledOut),
         None => println!(
@@ -275,7 +326,7 @@ fn main() {
                 Mode::CompiledOut => compiled_out.clone().expect("given"),
                 _ => me.clone(),
             };
-            let m = run_worker(&exe, &data, quick, mode == Mode::On);
+            let m = run_worker(&exe, &data, quick, mode, &collector_url);
             println!(
                 "  round {round}: {:<34} {:>8.0} ms  read p95 {:>7.1} µs  p99 {:>7.1} µs",
                 mode.label(),
@@ -319,8 +370,24 @@ fn main() {
             p99 / base.2
         );
     }
-    let on = medians[modes.len() - 1];
+    let on = medians[modes.len() - 2];
+    let otlp = medians[modes.len() - 1];
+    println!(
+        "OTLP export: {} KiB of spans sent to the stand-in collector over all rounds",
+        exported.load(std::sync::atomic::Ordering::Relaxed) / 1024
+    );
+    println!(
+        "{}",
+        figure(
+            "tracing_otlp_vs_compiled_in_off_p99",
+            otlp.2 / medians[modes.len() - 3].2
+        )
+    );
     if compiled_out.is_some() {
+        println!(
+            "{}",
+            figure("tracing_otlp_vs_compiled_out_p99", otlp.2 / base.2)
+        );
         let off = medians[1];
         println!(
             "{}",

@@ -96,6 +96,38 @@ pub struct Settings {
     /// `hbase.server.scanner.max.result.size` (100 MiB): the most bytes of cells one
     /// `scannerGetList` returns, and a `getRows` may gather.
     pub max_result_size: u64,
+    /// `keel.otlp.endpoint` (off): the OpenTelemetry collector `keel serve` exports its spans
+    /// to over OTLP/HTTP with protobuf (a base URL gets `/v1/traces`); needs the `otlp` build
+    /// feature.
+    pub otlp_endpoint: Option<String>,
+    /// `keel.otlp.sampling.ratio` (1.0): the share of traces exported, decided at each trace's
+    /// root (a child follows its parent), as OpenTelemetry's `parentbased_traceidratio`.
+    pub otlp_sampling_ratio: f64,
+}
+
+/// `keel.otlp.endpoint` / `--otlp-endpoint`: an http(s) URL, or `off`.
+pub fn parse_otlp_endpoint(value: &str) -> Result<Option<String>, String> {
+    if value == "off" || value.is_empty() {
+        return Ok(None);
+    }
+    if !(value.starts_with("http://") || value.starts_with("https://")) {
+        return Err(format!(
+            "keel.otlp.endpoint {value:?}: expected an http:// or https:// URL (such as \
+             http://127.0.0.1:4318), or off"
+        ));
+    }
+    Ok(Some(value.to_string()))
+}
+
+/// `keel.otlp.sampling.ratio` / `--otlp-sampling-ratio`: a share from 0 to 1.
+pub fn check_sampling_ratio(ratio: f64) -> Result<f64, String> {
+    if (0.0..=1.0).contains(&ratio) {
+        Ok(ratio)
+    } else {
+        Err(format!(
+            "keel.otlp.sampling.ratio {ratio}: expected a share from 0 to 1"
+        ))
+    }
 }
 
 impl Default for Settings {
@@ -131,6 +163,8 @@ impl Default for Settings {
             max_inflight_bytes: 256 << 20,
             reply_timeout: Duration::from_secs(30),
             max_result_size: 100 << 20,
+            otlp_endpoint: None,
+            otlp_sampling_ratio: 1.0,
         }
     }
 }
@@ -740,6 +774,40 @@ pub static SETTINGS: &[Setting] = &[
             }
         },
         example: ("\"4:HexStringSplit\"", "orders=4:HexStringSplit"),
+    },
+    Setting {
+        key: "keel.otlp.endpoint",
+        flag: Some("otlp-endpoint"),
+        value_name: "URL|off",
+        help: "export spans over OTLP/HTTP (protobuf) to this collector (build feature otlp)",
+        repeatable: false,
+        from_toml: |s, v| {
+            s.otlp_endpoint = parse_otlp_endpoint(string("keel.otlp.endpoint", v)?)?;
+            Ok(())
+        },
+        from_flag: |s, text| {
+            s.otlp_endpoint = parse_otlp_endpoint(text)?;
+            Ok(())
+        },
+        show: |s| s.otlp_endpoint.clone().unwrap_or_else(|| "off".to_string()),
+        example: ("\"http://127.0.0.1:4318\"", "http://127.0.0.1:4318"),
+    },
+    Setting {
+        key: "keel.otlp.sampling.ratio",
+        flag: Some("otlp-sampling-ratio"),
+        value_name: "F",
+        help: "share of traces exported, decided at the root (0 to 1)",
+        repeatable: false,
+        from_toml: |s, v| {
+            s.otlp_sampling_ratio = check_sampling_ratio(float("keel.otlp.sampling.ratio", v)?)?;
+            Ok(())
+        },
+        from_flag: |s, text| {
+            s.otlp_sampling_ratio = check_sampling_ratio(parse("otlp-sampling-ratio", text)?)?;
+            Ok(())
+        },
+        show: |s| s.otlp_sampling_ratio.to_string(),
+        example: ("0.25", "0.25"),
     },
 ];
 

@@ -245,6 +245,9 @@ impl Handler {
 
     /// Executes one call made on `connection` (scanners are counted and closed per connection).
     pub fn handle_on(&self, connection: u64, call: Call) -> Result<Reply, HbaseError> {
+        // The call's span: the parent of the region's own (exported with `keel.otlp.endpoint`).
+        let _span =
+            tracing::info_span!("thrift.call", method = call.method(), connection).entered();
         match call {
             Call::GetTableNames => Ok(Reply::Names(
                 self.server

@@ -13,6 +13,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+
+#[cfg(feature = "otlp")]
+#[path = "bin_support/otlp.rs"]
+mod otlp;
 use keel_region::{Engine, EngineOptions};
 use keel_server::config::{SETTINGS, Settings};
 use keel_server::{Handler, HandlerOptions, NetOptions, StatusOptions, StatusServer, ThriftServer};
@@ -193,8 +197,7 @@ fn settings(args: &Serve) -> Result<Settings, String> {
     Ok(s)
 }
 
-fn serve(args: &Serve) -> Result<(), String> {
-    let s = settings(args)?;
+fn serve(s: &Settings) -> Result<(), String> {
     let mut store_options = EngineOptions::default();
     store_options.limits.flush_size = s.flush_size;
     store_options.max_region_size = s.max_region_size;
@@ -300,20 +303,73 @@ fn serve(args: &Serve) -> Result<(), String> {
     Ok(())
 }
 
-fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
-    // Logs to stderr, filtered by RUST_LOG (default: info).
-    tracing_subscriber::fmt()
+/// What runs until the server stops: the OTLP exporter, when one is set.
+struct Telemetry {
+    #[cfg(feature = "otlp")]
+    exporter: Option<otlp::Exporter>,
+}
+
+impl Telemetry {
+    fn shutdown(self) {
+        #[cfg(feature = "otlp")]
+        if let Some(exporter) = self.exporter {
+            exporter.shutdown();
+        }
+    }
+}
+
+/// Logs to stderr, filtered by RUST_LOG (default: info); with `keel.otlp.endpoint` set, spans
+/// also go to that collector (INFO and above: a call, and the region operations under it).
+fn init_telemetry(settings: Option<&Settings>) -> Result<Telemetry, String> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
+        .with_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+        );
+    let endpoint = settings.and_then(|s| s.otlp_endpoint.clone());
+    #[cfg(feature = "otlp")]
+    if let (Some(endpoint), Some(s)) = (&endpoint, settings) {
+        let (export, exporter) = otlp::layer(endpoint, s.otlp_sampling_ratio)?;
+        tracing_subscriber::registry()
+            .with(logs)
+            .with(export.with_filter(tracing_subscriber::filter::LevelFilter::INFO))
+            .init();
+        tracing::info!("exporting spans over OTLP to {endpoint}");
+        return Ok(Telemetry {
+            exporter: Some(exporter),
+        });
+    }
+    #[cfg(not(feature = "otlp"))]
+    if let Some(endpoint) = endpoint {
+        return Err(format!(
+            "keel.otlp.endpoint is {endpoint}, but this keel was built without the otlp \
+             feature (cargo build -p keel-server --features otlp)"
+        ));
+    }
+    tracing_subscriber::registry().with(logs).init();
+    Ok(Telemetry {
+        #[cfg(feature = "otlp")]
+        exporter: None,
+    })
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
     let result = match &cli.command {
-        Command::Serve(args) => serve(args),
-        Command::Admin { status, operation } => admin(*status, operation),
+        Command::Serve(args) => settings(args).and_then(|s| {
+            let telemetry = init_telemetry(Some(&s))?;
+            let served = serve(&s);
+            telemetry.shutdown();
+            served
+        }),
+        Command::Admin { status, operation } => {
+            init_telemetry(None).and_then(|_| admin(*status, operation))
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -13,11 +13,13 @@
 //! can dev-depend on it without a cycle.
 
 mod child;
+mod http_sink;
 mod seed;
 pub mod strategies;
 mod zipfian;
 
 pub use child::{CHILD_ROLE_ENV, ChildProcess, REPORT_PREFIX, child_role, report};
+pub use http_sink::HttpSink;
 pub use seed::{SEED_ENV, rng, seed};
 pub use zipfian::Zipfian;
 
