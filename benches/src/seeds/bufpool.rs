@@ -133,17 +133,7 @@ fn created(o: &Outcome) -> f64 {
 
 /// The median of `f` over a design's runs.
 fn median(runs: &[Outcome], f: &dyn Fn(&Outcome) -> f64) -> f64 {
-    let mut v: Vec<f64> = runs.iter().map(f).filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[mid]
-    } else {
-        (v[mid - 1] + v[mid]) / 2.0
-    }
+    super::median(runs.iter().map(f))
 }
 
 /// One measure: its name, how to read it from a run, and the seed's BoundedByteBufferPool and

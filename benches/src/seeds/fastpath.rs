@@ -15,7 +15,7 @@ use keel_region::{Engine, EngineOptions};
 use keel_rpc::{ExecutorKind, RpcOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
 
-use super::{Row, SeedResult, Series, Size};
+use super::{Row, SeedResult, Series, Size, median};
 use crate::ycsb::measure::Report;
 use crate::ycsb::props::Props;
 use crate::ycsb::runner::{RunOptions, run};
@@ -102,20 +102,12 @@ fn sample_queue_time(server: &ThriftServer, stop: &AtomicBool) -> Vec<(f64, f64)
     points
 }
 
-fn one_run(
+/// `store` served over loopback with `rpc`, and a YCSB target on it for `workload`'s table.
+fn serve(
     store: &Arc<Engine>,
+    rpc: RpcOptions,
     workload: &CoreWorkload,
-    p: &Props,
-    handlers: usize,
-    kind: ExecutorKind,
-) -> Result<(Report, Vec<(f64, f64)>), String> {
-    let rpc = RpcOptions {
-        handler_count: handlers,
-        read_ratio: 0.5,
-        handler_factor: 0.2,
-        executor: Some(kind),
-        ..RpcOptions::default()
-    };
+) -> Result<(ThriftServer, Thrift), String> {
     let server = ThriftServer::start(
         Arc::new(Handler::new(Arc::clone(store), HandlerOptions::default())),
         NetOptions {
@@ -131,6 +123,24 @@ fn one_run(
         "family",
         Layout::Columns,
     )?;
+    Ok((server, target))
+}
+
+fn one_run(
+    store: &Arc<Engine>,
+    workload: &CoreWorkload,
+    p: &Props,
+    handlers: usize,
+    kind: ExecutorKind,
+) -> Result<(Report, Vec<(f64, f64)>), String> {
+    let rpc = RpcOptions {
+        handler_count: handlers,
+        read_ratio: 0.5,
+        handler_factor: 0.2,
+        executor: Some(kind),
+        ..RpcOptions::default()
+    };
+    let (server, target) = serve(store, rpc, workload)?;
     let stop = AtomicBool::new(false);
     let (report, series) = std::thread::scope(|s| {
         let sampler = s.spawn(|| sample_queue_time(&server, &stop));
@@ -156,40 +166,12 @@ fn percentile(r: &Report, op: &str, p: f64) -> f64 {
 fn loaded_store(p: &Props, dir: &std::path::Path) -> Result<Arc<Engine>, String> {
     let store = Arc::new(Engine::open(dir, EngineOptions::default()).map_err(|e| e.to_string())?);
     let workload = CoreWorkload::new(p).map_err(|e| e.to_string())?;
-    let server = ThriftServer::start(
-        Arc::new(Handler::new(Arc::clone(&store), HandlerOptions::default())),
-        NetOptions {
-            listen: "127.0.0.1:0".parse().map_err(|e| format!("{e}"))?,
-            ..NetOptions::default()
-        },
-    )
-    .map_err(|e| format!("starting the server: {e}"))?;
-    let target = Thrift::new(
-        server.local_addr(),
-        &workload.table,
-        "family",
-        Layout::Columns,
-    )?;
+    let (server, target) = serve(&store, RpcOptions::default(), &workload)?;
     let mut load = quiet(RunOptions::from_props(p, true).map_err(|e| e.to_string())?);
     load.threads = 8;
     run(&workload, &target, &load)?;
     server.shutdown();
     Ok(store)
-}
-
-/// The median of `values` (the mean of the middle two for an even count).
-fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[mid]
-    } else {
-        (v[mid - 1] + v[mid]) / 2.0
-    }
 }
 
 /// One side's runs of a handler count.
@@ -200,7 +182,7 @@ struct Side {
 
 impl Side {
     fn median_of(&self, f: impl Fn(&Report) -> f64) -> f64 {
-        median(&self.reports.iter().map(f).collect::<Vec<_>>())
+        median(self.reports.iter().map(f))
     }
 }
 
@@ -273,7 +255,7 @@ pub fn run_seed(size: Size) -> Result<SeedResult, String> {
                 });
             }
         }
-        let ratio = median(&ratios);
+        let ratio = median(ratios.iter().copied());
         if i == 0 {
             headline = ratio;
         }

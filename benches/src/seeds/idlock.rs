@@ -25,18 +25,9 @@ use crate::ycsb::workload::CoreWorkload;
 
 /// The median and the lowest and highest of `values`.
 fn median_spread(values: &[f64]) -> (f64, f64, f64) {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let Some((&low, &high)) = v.first().zip(v.last()) else {
-        return (f64::NAN, f64::NAN, f64::NAN);
-    };
-    let mid = v.len() / 2;
-    let median = if v.len() % 2 == 1 {
-        v[mid]
-    } else {
-        (v[mid - 1] + v[mid]) / 2.0
-    };
-    (median, low, high)
+    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (super::median(values.iter().copied()), low, high)
 }
 
 /// The interquartile range of `values` (nearest-rank quartiles).

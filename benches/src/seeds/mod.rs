@@ -13,6 +13,22 @@ pub mod report;
 
 use serde::{Deserialize, Serialize};
 
+/// The median of the finite `values` (the mean of the middle two for an even count); NaN if
+/// there are none. The experiments that repeat their pairs or rounds report it.
+pub fn median(values: impl IntoIterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
 /// How big a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Size {
