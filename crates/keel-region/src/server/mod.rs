@@ -377,24 +377,43 @@ impl Engine {
     /// Splits region `region_id` of `table` at `at`, or at its split point (HBase's
     /// `Admin.splitRegion`): crash-safe, with the catalog as the commit point (see
     /// [`crate::Engine`]'s module docs on regions). The daughters refer to the parent's
-    /// files and are compacted in the background to rewrite them. Returns the daughters.
+    /// files and are compacted in the background to rewrite them; a region that still reads
+    /// its parent's files is compacted first, on the caller's thread, so a split may follow a
+    /// split at once. Returns the daughters.
     pub fn split_region(
         &self,
         table: &str,
         region_id: u64,
         at: Option<bytes::Bytes>,
     ) -> Result<[RegionInfo; 2], RegionError> {
+        self.rewrite_references(table, &[region_id])?;
         let daughters = self.state.split_region(table, region_id, at)?;
         self.compact_new_regions(table, &daughters.iter().map(|d| d.id).collect::<Vec<_>>());
         Ok(daughters)
     }
 
     /// Merges two adjacent regions of `table` into one (HBase's `Admin.mergeRegions`), as
-    /// crash-safe as a split. Returns the merged region.
+    /// crash-safe as a split. Like a split, it first compacts a region that still reads its
+    /// parent's files. Returns the merged region.
     pub fn merge_regions(&self, table: &str, a: u64, b: u64) -> Result<RegionInfo, RegionError> {
+        self.rewrite_references(table, &[a, b])?;
         let merged = self.state.merge_regions(table, a, b)?;
         self.compact_new_regions(table, &[merged.id]);
         Ok(merged)
+    }
+
+    /// Major-compacts those of regions `ids` that still read a parent's files, so that a split
+    /// or merge need not wait for the background compaction a previous one queued (HBase
+    /// refuses such a region and leaves the operator to retry). A split or merge that runs
+    /// between this and its own check still finds the references and is refused.
+    fn rewrite_references(&self, table: &str, ids: &[u64]) -> Result<(), RegionError> {
+        let policy = crate::compaction_policy::CompactionPolicy::default();
+        for region in self.table(table)?.regions() {
+            if ids.contains(&region.id()) && region.has_references() {
+                region.compact(&policy, true)?;
+            }
+        }
+        Ok(())
     }
 
     /// Queues major compactions of new regions: they rewrite the references to their parents'
