@@ -43,6 +43,7 @@
 mod chunk;
 mod memstore;
 mod options;
+mod row_filter;
 mod scanner;
 mod segment;
 mod visit;

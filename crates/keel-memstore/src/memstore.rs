@@ -150,6 +150,27 @@ impl MemStore {
         MemStoreScanner::new(segments, range, read_point)
     }
 
+    /// The cells of `row` visible at `read_point` (a get): [`MemStore::scanner`] over the row's
+    /// keys, reading only the segments whose row filter does not rule the row out, so a row
+    /// that lives only in store files costs a hash and a few loads instead of a skip-list search
+    /// per segment. Its seeks must stay within the row.
+    pub fn row_scanner(&self, row: &Bytes, read_point: u64) -> MemStoreScanner {
+        let hash = crate::row_filter::row_hash(row);
+        let segments = {
+            let guard = self.segments.read();
+            std::iter::once(&guard.active)
+                .chain(guard.snapshot.iter())
+                .filter(|segment| segment.may_contain_row(hash))
+                .cloned()
+                .collect()
+        };
+        MemStoreScanner::new(
+            segments,
+            CellKey::first_on_row(row.clone())..=CellKey::last_on_row(row.clone()),
+            read_point,
+        )
+    }
+
     /// Calls `f` on the cells a [`MemStore::scanner`] with these arguments would return, in the
     /// same order, borrowed instead of cloned, until `f` breaks. Cheaper for a caller that copies
     /// what it reads anyway (a response encoder, a flush).

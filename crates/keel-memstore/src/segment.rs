@@ -11,6 +11,7 @@ use crossbeam_skiplist::map::Entry;
 use keel_cell::{Cell, CellKey};
 
 use crate::chunk::{ChunkPool, Mslab};
+use crate::row_filter::{RowFilter, row_hash};
 
 /// Estimated heap bytes per stored cell beyond its data: the key and value handles plus the
 /// skiplist node's header and average tower (HBase counts a fixed per-cell overhead likewise).
@@ -144,6 +145,8 @@ impl SizeCounters {
 pub(crate) struct Segment {
     pub(crate) id: u64,
     cells: SkipMap<CellKey, Bytes>,
+    /// The rows this segment has held a cell of, so a get of another row skips it.
+    rows: RowFilter,
     mslab: Option<Mslab>,
     max_copied_cell: usize,
 }
@@ -157,6 +160,7 @@ impl Segment {
         Segment {
             id,
             cells: SkipMap::new(),
+            rows: RowFilter::default(),
             mslab: mslab.then(Mslab::new),
             max_copied_cell,
         }
@@ -166,6 +170,8 @@ impl Segment {
     /// pins the caller's (request) buffers.
     pub(crate) fn add(&self, cell: Cell, pool: &ChunkPool, counters: &SizeCounters) {
         let (key, value) = cell.into_parts();
+        // Before the insert: a reader that can see the cell must find its row in the filter.
+        self.rows.insert(row_hash(key.row()));
         let len = data_len(&key, &value);
         let parts = [
             key.row().as_ref(),
@@ -201,6 +207,11 @@ impl Segment {
             None => counters.record(entry.key(), len as u64),
             Some(old_len) => counters.replace_value(old_len, value_len),
         }
+    }
+
+    /// False only if the segment never held a cell of the row whose [`row_hash`] is `hash`.
+    pub(crate) fn may_contain_row(&self, hash: u64) -> bool {
+        self.rows.may_contain(hash)
     }
 
     /// Appends to `out` up to `max` cells visible at `read_point`, in order, from `from` (the

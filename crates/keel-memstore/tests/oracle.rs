@@ -1,5 +1,6 @@
 //! keel-memstore against a `BTreeMap` oracle: random adds, snapshots, clears and scans —
-//! forwards, and backwards row by row as a reversed scan moves — at random read points, with
+//! forwards, backwards row by row as a reversed scan moves, and one row as a get reads it
+//! (through the segments' row filters) — at random read points, with
 //! MSLAB on (tiny chunks, so chunk turnover happens) and off.
 
 use std::collections::BTreeMap;
@@ -23,6 +24,11 @@ enum Op {
     Backward {
         read_point: u64,
         from: Option<CellKey>,
+    },
+    /// A get's read of one row (rows `r0`..`r7`: some never written).
+    Row {
+        read_point: u64,
+        row: u8,
     },
 }
 
@@ -57,6 +63,7 @@ fn op() -> impl Strategy<Value = Op> {
             read_point,
             from: from.map(|cell| cell.key().clone()),
         }),
+        2 => (0u64..14, 0u8..8).prop_map(|(read_point, row)| Op::Row { read_point, row }),
         2 => (0u64..14, prop::option::of(small_cell())).prop_map(|(read_point, from)| Op::Backward {
             read_point,
             from: from.map(|cell| cell.key().clone()),
@@ -147,6 +154,19 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                     None => memstore.visit(.., read_point, &mut collect),
                 }
                 prop_assert_eq!(visited, expected);
+            }
+            Op::Row { read_point, row } => {
+                let row = Bytes::from(vec![b'r', row]);
+                let expected: Vec<_> = oracle
+                    .visible(read_point, None)
+                    .into_iter()
+                    .filter(|(key, _)| key.row() == &row)
+                    .collect();
+                let got: Vec<_> = memstore
+                    .row_scanner(&row, read_point)
+                    .map(Cell::into_parts)
+                    .collect();
+                prop_assert_eq!(got, expected);
             }
             Op::Backward { read_point, from } => {
                 let visible = oracle.visible(read_point, None);

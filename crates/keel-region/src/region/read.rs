@@ -27,7 +27,6 @@ impl Region {
         let read_point = self.mvcc.read_point();
         let row = Bytes::copy_from_slice(row);
         let first = CellKey::first_on_row(row.clone());
-        let last = CellKey::last_on_row(row.clone());
         let wanted: Vec<&Store> = self
             .stores
             .iter()
@@ -51,9 +50,7 @@ impl Region {
                 .filter(|f| f.may_contain_row(&row) && may_hold_range(f, query))
                 .cloned()
                 .collect();
-            let memstore = store
-                .memstore
-                .scanner(first.clone()..=last.clone(), read_point);
+            let memstore = store.memstore.row_scanner(&row, read_point);
             drop(listed);
             let mut sources: Vec<Box<dyn KeyValueScanner + '_>> =
                 files.iter().map(StoreFileReader::range_scanner).collect();
