@@ -253,11 +253,10 @@ mod tests {
             let whole = recorded
                 .iter()
                 .copied()
-                .filter(|at| {
+                .rfind(|at| {
                     let (this, _) = cell_row_at(&plain, *at).expect("a start is a cell");
                     plain[this] < row[..]
-                })
-                .next_back();
+                });
             assert_eq!(last_before(&plain, &starts, row), whole, "{row:?}");
         }
     }
