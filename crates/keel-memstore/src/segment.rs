@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::mem::size_of;
-use std::ops::{Bound, RangeBounds};
+use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use bytes::Bytes;
@@ -237,11 +237,18 @@ impl Segment {
         max: usize,
         out: &mut VecDeque<Cell>,
     ) {
-        let range = (from, end);
+        // Only the end needs checking: the walk starts at `from`'s lower bound and moves up.
+        // (Checking the whole range compared every cell with `from` as well, which is mostly
+        // the previous cell of the same row: a sixth of a scan's key comparisons.)
+        let before_end = |key: &CellKey| match end {
+            Bound::Included(end) => key <= end,
+            Bound::Excluded(end) => key < end,
+            Bound::Unbounded => true,
+        };
         let mut entry = visible(self.first_entry(from), read_point);
         let mut taken = 0;
         while let Some(current) = entry {
-            if !range.contains(current.key()) {
+            if !before_end(current.key()) {
                 return;
             }
             out.push_back(Cell::from_parts(
