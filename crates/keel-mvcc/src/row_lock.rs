@@ -67,7 +67,7 @@ pub struct RowLockStats {
 pub struct RowLocks {
     shards: Box<[CachePadded<Shard>]>,
     shard_mask: u64,
-    hasher: std::hash::RandomState,
+    hasher: foldhash::fast::RandomState,
     options: RowLockOptions,
 }
 
@@ -248,7 +248,7 @@ impl RowLocks {
                 })
                 .collect(),
             shard_mask: shards as u64 - 1,
-            hasher: std::hash::RandomState::new(),
+            hasher: foldhash::fast::RandomState::default(),
             options,
         }
     }

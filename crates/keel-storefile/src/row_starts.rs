@@ -250,13 +250,10 @@ mod tests {
             b"zz".to_vec(),
         ]);
         for row in &sought {
-            let whole = recorded
-                .iter()
-                .copied()
-                .rfind(|at| {
-                    let (this, _) = cell_row_at(&plain, *at).expect("a start is a cell");
-                    plain[this] < row[..]
-                });
+            let whole = recorded.iter().copied().rfind(|at| {
+                let (this, _) = cell_row_at(&plain, *at).expect("a start is a cell");
+                plain[this] < row[..]
+            });
             assert_eq!(last_before(&plain, &starts, row), whole, "{row:?}");
         }
     }
