@@ -7,6 +7,8 @@
 //! - [`MemStore::add`] takes cells with their sequence ids; [`MemStore::scanner`] and
 //!   [`MemStore::get`] return raw cells in order, hiding those above the read point. Delete and
 //!   version rules are the region's (it merges this scanner with store-file scanners).
+//!   [`MemStore::row_scanner`] reads one row (a get), skipping every segment whose row filter
+//!   (a growing Bloom filter of the rows it holds) rules the row out.
 //!   [`MemStore::visit`] and [`Snapshot::visit`] walk the same cells borrowed, without cloning.
 //! - [`MemStore::snapshot`] freezes the active segment atomically with respect to writers; until
 //!   [`MemStore::clear_snapshot`], readers see both, and a second `snapshot` returns the pending
