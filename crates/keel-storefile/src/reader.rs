@@ -148,12 +148,20 @@ impl StoreFileReader {
     }
 
     /// A row near the middle of the rows this reader shows, for splitting a region: the
-    /// first row of the middle index entry (HBase's mid-key), or of the middle cell when the
-    /// file is one block. `None` when that row would be the first shown (nothing to split off).
+    /// row of the middle index entry (HBase's mid-key), or of the middle cell when the file is
+    /// one block or that row does not split. `None` when no row splits what it shows in two.
+    ///
+    /// An index entry holds a separator (the shortest row prefix after the block before), not
+    /// necessarily a row the file has: under a range it may sort before every row shown, or
+    /// after every one, and a split there would leave a daughter empty. So a candidate must
+    /// have a shown row before it and one at or after it.
     pub fn mid_row(&self) -> Result<Option<Bytes>> {
         let path = self.path_ref();
         let in_range = |row: &Bytes| self.range.as_ref().is_none_or(|r| r.contains(row));
-        let mut candidate = None;
+        let (Some(first), Some(last)) = (self.first_shown_row()?, self.last_shown_row()?) else {
+            return Ok(None);
+        };
+        let splits = |row: &Bytes| &first < row && row <= &last;
         if self.root.len() >= 2 && self.trailer.index_levels == 1 {
             let row = self
                 .root
@@ -161,15 +169,11 @@ impl StoreFileReader {
                 .key
                 .row()
                 .clone();
-            if in_range(&row) {
-                candidate = Some(row);
+            if in_range(&row) && splits(&row) {
+                return Ok(Some(row));
             }
         }
-        if candidate.is_none() {
-            candidate = self.walk_to_middle()?;
-        }
-        let first = self.first_shown_row()?;
-        Ok(candidate.filter(|row| Some(row) != first.as_ref()))
+        Ok(self.walk_to_middle()?.filter(splits))
     }
 
     /// A borrowed scanner over the rows this reader shows.
@@ -184,6 +188,12 @@ impl StoreFileReader {
     fn first_shown_row(&self) -> Result<Option<Bytes>> {
         let mut s = self.shown_scanner();
         s.seek(&CellKey::first_on_row(Bytes::new()))?;
+        Ok(s.peek().map(|c| c.row().clone()))
+    }
+
+    fn last_shown_row(&self) -> Result<Option<Bytes>> {
+        let mut s = self.shown_scanner();
+        s.seek_before_row(None)?;
         Ok(s.peek().map(|c| c.row().clone()))
     }
 

@@ -185,6 +185,7 @@ proptest! {
         if let Some(mid) = reader.mid_row().expect("mid") {
             prop_assert!(range.contains(&mid), "{:?} outside {:?}", mid, range);
             prop_assert!(rows.iter().any(|r| r < &mid), "nothing before the mid row");
+            prop_assert!(rows.iter().any(|r| r >= &mid), "nothing from the mid row on");
         }
     }
 
