@@ -161,7 +161,7 @@ impl StoreFileReader {
         let (Some(first), Some(last)) = (self.first_shown_row()?, self.last_shown_row()?) else {
             return Ok(None);
         };
-        let splits = |row: &Bytes| &first < row && row <= &last;
+        let splits = |row: &Bytes| first < *row && *row <= last;
         if self.root.len() >= 2 && self.trailer.index_levels == 1 {
             let row = self
                 .root
