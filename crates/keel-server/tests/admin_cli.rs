@@ -7,8 +7,8 @@ mod common;
 use std::process::{Command, Stdio};
 
 use bytes::Bytes;
-use common::{Running, b, connect, free_port, write_config};
-use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Mutation, Reply, TRegionInfo};
+use common::{Running, b, connect, create_table, free_port, write_config};
+use keel_thrift::hbase::{BatchMutation, Call, Mutation, Reply, TRegionInfo};
 
 fn regions(c: &mut keel_thrift::Client) -> Vec<TRegionInfo> {
     match c
@@ -57,14 +57,7 @@ fn an_operator_splits_and_merges_a_running_servers_regions() {
             .expect("keel serve starts"),
     );
     let mut c = connect(port);
-    c.call(&Call::CreateTable {
-        table: b("t"),
-        families: vec![ColumnDescriptor {
-            name: b("cf:"),
-            ..ColumnDescriptor::default()
-        }],
-    })
-    .expect("create");
+    create_table(&mut c, "t");
     let rows: Vec<String> = (0..26).map(|i| format!("{}", (b'a' + i) as char)).collect();
     c.call(&Call::MutateRows {
         table: b("t"),

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use keel_region::{Engine, EngineOptions};
 use keel_server::{Handler, HandlerOptions, NetOptions, ThriftServer};
-use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Mutation, Reply, TScan};
+use keel_thrift::hbase::{BatchMutation, Call, Mutation, Reply, TScan};
 use keel_thrift::transport::{Protocol, Transport};
 use keel_thrift::{Client, ClientError};
 
 mod common;
-use common::{b, serve};
+use common::{b, create_table, serve};
 
 fn start(dir: &std::path::Path, max_frame: usize) -> ThriftServer {
     serve(
@@ -32,15 +32,7 @@ fn every_transport_and_protocol_many_connections_at_once() {
     let address = server.local_addr();
     let mut admin =
         Client::connect(address, Transport::Buffered, Protocol::Binary).expect("connect");
-    admin
-        .call(&Call::CreateTable {
-            table: b("t"),
-            families: vec![ColumnDescriptor {
-                name: b("cf:"),
-                ..ColumnDescriptor::default()
-            }],
-        })
-        .expect("create");
+    create_table(&mut admin, "t");
     std::thread::scope(|s| {
         for (i, (transport, protocol)) in [
             (Transport::Buffered, Protocol::Binary),
@@ -206,14 +198,7 @@ fn a_dropped_connection_frees_its_scanners() {
     let server = ThriftServer::start(Arc::clone(&handler), options).expect("start");
     let mut c = Client::connect(server.local_addr(), Transport::Buffered, Protocol::Binary)
         .expect("connect");
-    c.call(&Call::CreateTable {
-        table: b("t"),
-        families: vec![ColumnDescriptor {
-            name: b("cf:"),
-            ..ColumnDescriptor::default()
-        }],
-    })
-    .expect("create");
+    create_table(&mut c, "t");
     for _ in 0..3 {
         c.call(&Call::ScannerOpen {
             table: b("t"),
@@ -355,14 +340,7 @@ fn drop_clients_mid_call(address: std::net::SocketAddr) {
 /// Creates table `t` (family `cf`) and writes `rows` rows of one `value_len`-byte value each in
 /// one call; returns the row keys.
 fn create_and_load(c: &mut Client, rows: usize, value_len: usize) -> Vec<Bytes> {
-    c.call(&Call::CreateTable {
-        table: b("t"),
-        families: vec![ColumnDescriptor {
-            name: b("cf:"),
-            ..ColumnDescriptor::default()
-        }],
-    })
-    .expect("create");
+    create_table(c, "t");
     let keys: Vec<Bytes> = (0..rows).map(|i| b(&format!("r{i:05}"))).collect();
     c.call(&Call::MutateRows {
         table: b("t"),

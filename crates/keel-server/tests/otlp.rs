@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use common::{b, connect, put, start, write_config};
+use common::{b, connect, create_table, put, start, write_config};
 use keel_testkit::HttpSink;
-use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Reply, TScan};
+use keel_thrift::hbase::{BatchMutation, Call, Reply, TScan};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use prost::Message;
@@ -101,15 +101,7 @@ fn a_put_and_a_scan_are_exported_with_their_region_spans_as_children() {
     );
     let _server = start(&config);
     let mut client = connect(port);
-    client
-        .call(&Call::CreateTable {
-            table: b("t"),
-            families: vec![ColumnDescriptor {
-                name: b("cf:"),
-                ..ColumnDescriptor::default()
-            }],
-        })
-        .expect("create");
+    create_table(&mut client, "t");
     client
         .call(&Call::MutateRows {
             table: b("t"),

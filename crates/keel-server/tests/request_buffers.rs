@@ -9,11 +9,11 @@ use bytes::Bytes;
 use keel_bufpool::{PoolStats, Strategy};
 use keel_server::{NetOptions, ThriftServer};
 use keel_thrift::Client;
-use keel_thrift::hbase::{BatchMutation, Call, ColumnDescriptor, Mutation, Reply};
+use keel_thrift::hbase::{BatchMutation, Call, Mutation, Reply};
 use keel_thrift::transport::{Protocol, Transport};
 
 mod common;
-use common::{b, serve};
+use common::{b, create_table, serve};
 
 fn start(dir: &std::path::Path, buffers: Strategy) -> ThriftServer {
     serve(
@@ -69,15 +69,7 @@ fn every_design_serves_requests_of_every_size_and_gets_its_buffers_back() {
         let server = start(dir.path(), strategy);
         let address = server.local_addr();
         let mut admin = Client::connect(address, Transport::Framed, Protocol::Binary).expect("c");
-        admin
-            .call(&Call::CreateTable {
-                table: b("t"),
-                families: vec![ColumnDescriptor {
-                    name: b("cf:"),
-                    ..ColumnDescriptor::default()
-                }],
-            })
-            .expect("create");
+        create_table(&mut admin, "t");
         drop(admin);
         std::thread::scope(|s| {
             for client in 0..4 {

@@ -59,6 +59,19 @@ pub(crate) fn connect(port: u16) -> Client {
     }
 }
 
+/// Creates `table` with one family, `cf`, at its defaults, through `client`.
+pub(crate) fn create_table(client: &mut Client, table: &str) {
+    client
+        .call(&Call::CreateTable {
+            table: b(table),
+            families: vec![ColumnDescriptor {
+                name: b("cf:"),
+                ..ColumnDescriptor::default()
+            }],
+        })
+        .expect("create");
+}
+
 /// A `keel.toml` in `dir` with its data under `dir/data`, a free port, and `extra` lines;
 /// returns the port and the file.
 pub(crate) fn write_config(dir: &std::path::Path, extra: &str) -> (u16, std::path::PathBuf) {
