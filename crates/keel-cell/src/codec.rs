@@ -73,6 +73,7 @@ impl Cell {
 
     /// Decodes one cell starting at `offset` in `buf`, checking it against `limits`. Returns the
     /// cell (whose fields slice `buf`) and the offset just past it.
+    #[inline]
     pub fn decode(
         buf: &Bytes,
         offset: usize,
@@ -174,6 +175,7 @@ impl Reader<'_> {
         Ok(out)
     }
 
+    #[inline]
     fn cell(&mut self, limits: &CellLimits) -> Result<Cell, DecodeError> {
         let at = layout(self.buf, self.pos, limits)?;
         self.pos = at.end;

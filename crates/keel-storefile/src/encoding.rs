@@ -127,6 +127,7 @@ fn plain_from_image(
 }
 
 /// Decodes the cell at `pos` of a plain block; cells slice the block.
+#[inline]
 pub(crate) fn decode_at(
     path: &Path,
     offset: u64,
