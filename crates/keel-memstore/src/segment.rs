@@ -6,8 +6,8 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use bytes::Bytes;
-use crossbeam_skiplist::SkipMap;
-use crossbeam_skiplist::map::Entry;
+use crossbeam_epoch::{self as epoch, Guard};
+use crossbeam_skiplist::base::{Entry, SkipList};
 use keel_cell::{Cell, CellKey};
 
 use crate::chunk::{ChunkPool, Mslab};
@@ -141,10 +141,15 @@ impl SizeCounters {
 
 /// Cells in CellComparator order. Keys include the sequence id, so every version of a column is
 /// its own entry; adding an identical key again replaces the value (HBase's upsert case).
+///
+/// The skiplist is crossbeam's base list rather than its `SkipMap`: a reader pins the epoch once
+/// and walks entries borrowed under that guard. A `SkipMap` entry holds a reference count on
+/// its node, and every step along the list pinned the epoch twice and counted the next node up
+/// and the last one down: the memstore's part of a scan was mostly that.
 #[derive(Debug)]
 pub(crate) struct Segment {
     pub(crate) id: u64,
-    cells: SkipMap<CellKey, Bytes>,
+    cells: SkipList<CellKey, Bytes>,
     /// The rows this segment has held a cell of, so a get of another row skips it.
     rows: RowFilter,
     mslab: Option<Mslab>,
@@ -159,7 +164,7 @@ impl Segment {
     pub(crate) fn new(id: u64, mslab: bool, max_copied_cell: usize) -> Segment {
         Segment {
             id,
-            cells: SkipMap::new(),
+            cells: SkipList::new(epoch::default_collector().clone()),
             rows: RowFilter::default(),
             mslab: mslab.then(Mslab::new),
             max_copied_cell,
@@ -199,14 +204,21 @@ impl Segment {
         // one key race (the skiplist orders them: one inserts, the other replaces).
         let value_len = value.len() as u64;
         let replaced = std::cell::Cell::new(None);
-        let entry = self.cells.compare_insert(stored, value, |old| {
-            replaced.set(Some(old.len() as u64));
-            true
-        });
+        let guard = &epoch::pin();
+        let entry = self.cells.compare_insert(
+            stored,
+            value,
+            |old| {
+                replaced.set(Some(old.len() as u64));
+                true
+            },
+            guard,
+        );
         match replaced.get() {
             None => counters.record(entry.key(), len as u64),
             Some(old_len) => counters.replace_value(old_len, value_len),
         }
+        entry.release(guard);
     }
 
     /// False only if the segment never held a cell of the row whose [`row_hash`] is `hash`.
@@ -220,9 +232,11 @@ impl Segment {
     /// Removes the cell stored under exactly `key` (sequence id included); true if there was
     /// one. Its MSLAB bytes stay in their chunk until the segment is dropped.
     pub(crate) fn remove(&self, key: &CellKey, counters: &SizeCounters) -> bool {
-        match self.cells.remove(key) {
+        let guard = &epoch::pin();
+        match self.cells.remove(key, guard) {
             Some(entry) => {
                 counters.unrecord(data_len(entry.key(), entry.value()) as u64);
+                entry.release(guard);
                 true
             }
             None => false,
@@ -245,7 +259,8 @@ impl Segment {
             Bound::Excluded(end) => key < end,
             Bound::Unbounded => true,
         };
-        let mut entry = visible(self.first_entry(from), read_point);
+        let guard = &epoch::pin();
+        let mut entry = visible(self.first_entry(from, guard), read_point);
         let mut taken = 0;
         while let Some(current) = entry {
             if !before_end(current.key()) {
@@ -263,24 +278,29 @@ impl Segment {
         }
     }
 
-    /// The first entry at `from` (or the segment's first when unbounded), visible or not.
-    pub(crate) fn first_entry(&self, from: Bound<&CellKey>) -> Option<Entry<'_, CellKey, Bytes>> {
+    /// The first entry at `from` (or the segment's first when unbounded), visible or not,
+    /// borrowed under `guard`.
+    pub(crate) fn first_entry<'a: 'g, 'g>(
+        &'a self,
+        from: Bound<&CellKey>,
+        guard: &'g Guard,
+    ) -> Option<Entry<'a, 'g, CellKey, Bytes>> {
         match from {
-            Bound::Unbounded => self.cells.front(),
-            bound => self.cells.lower_bound(bound),
+            Bound::Unbounded => self.cells.front(guard),
+            bound => self.cells.lower_bound(bound, guard),
         }
     }
 
     /// The row of the last cell visible at `read_point` before `row` (strictly; anywhere with
     /// `None`): one skiplist search, then back over entries newer than the read point.
     pub(crate) fn last_row_before(&self, row: Option<&[u8]>, read_point: u64) -> Option<Bytes> {
+        let guard = &epoch::pin();
         let mut entry = match row {
-            None => self.cells.back(),
-            Some(row) => self
-                .cells
-                .upper_bound(Bound::Excluded(&CellKey::first_on_row(
-                    Bytes::copy_from_slice(row),
-                ))),
+            None => self.cells.back(guard),
+            Some(row) => self.cells.upper_bound(
+                Bound::Excluded(&CellKey::first_on_row(Bytes::copy_from_slice(row))),
+                guard,
+            ),
         };
         while let Some(current) = entry {
             if current.key().sequence_id() <= read_point {
@@ -302,10 +322,10 @@ impl Segment {
 }
 
 /// `entry` or the first entry after it whose sequence id is at most `read_point`.
-pub(crate) fn visible(
-    mut entry: Option<Entry<'_, CellKey, Bytes>>,
+pub(crate) fn visible<'a, 'g>(
+    mut entry: Option<Entry<'a, 'g, CellKey, Bytes>>,
     read_point: u64,
-) -> Option<Entry<'_, CellKey, Bytes>> {
+) -> Option<Entry<'a, 'g, CellKey, Bytes>> {
     while let Some(current) = entry {
         if current.key().sequence_id() <= read_point {
             return Some(current);

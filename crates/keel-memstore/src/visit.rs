@@ -8,7 +8,8 @@
 use std::ops::{ControlFlow, RangeBounds};
 
 use bytes::Bytes;
-use crossbeam_skiplist::map::Entry;
+use crossbeam_epoch as epoch;
+use crossbeam_skiplist::base::Entry;
 use keel_cell::CellKey;
 
 use crate::segment::{Segment, visible};
@@ -21,9 +22,12 @@ pub(crate) fn visit(
     read_point: u64,
     mut f: impl FnMut(&CellKey, &Bytes) -> ControlFlow<()>,
 ) {
-    let mut heads: Vec<Option<Entry<'_, CellKey, Bytes>>> = segments
+    // One pin for the whole walk: the entries are borrowed under it. (A flush's walk holds it
+    // for the segment's length, which only delays freeing what is removed meanwhile.)
+    let guard = &epoch::pin();
+    let mut heads: Vec<Option<Entry<'_, '_, CellKey, Bytes>>> = segments
         .iter()
-        .map(|segment| visible(segment.first_entry(range.start_bound()), read_point))
+        .map(|segment| visible(segment.first_entry(range.start_bound(), guard), read_point))
         .collect();
     loop {
         let mut best: Option<usize> = None;
