@@ -3,11 +3,13 @@
 //! interleaved, each measurement on a fresh store (`keel_bench::ycsb::compare`). Prints a table
 //! of medians with their spread, then `figure: peers_<workload>_<durability>_keel_vs_best` per
 //! row and `figure: peers_columns_vs_cell_<workload>` for the reads and scans.
-//! `--rows a,increment`, `--engines keel,sled` and `--rounds N` narrow or lengthen a run.
+//! `--rows a,increment`, `--engines keel,sled` (`keel-columns` or `keel-cell` for one layout)
+//! and `--rounds N` narrow or lengthen a run.
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
 use keel_bench::ycsb::compare::{self, Engine, Plan, Work, columns_vs_cell, keel_vs_best};
+use keel_bench::ycsb::targets::Layout;
 use keel_testkit::figure;
 
 fn main() -> Result<(), String> {
@@ -29,7 +31,11 @@ fn main() -> Result<(), String> {
         plan.rows.retain(|r| rows.iter().any(|n| n == r.name));
     }
     if let Some(engines) = list("--engines") {
-        plan.keel = engines.iter().any(|e| e == "keel");
+        // `keel` runs both layouts; `keel-columns` or `keel-cell` one (to profile it).
+        plan.layouts.retain(|layout| match layout {
+            Layout::Columns => engines.iter().any(|e| e == "keel" || e == "keel-columns"),
+            Layout::Cell => engines.iter().any(|e| e == "keel" || e == "keel-cell"),
+        });
         plan.peers
             .retain(|p| engines.iter().any(|e| *e == p.name().to_lowercase()));
     }

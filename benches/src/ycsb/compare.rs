@@ -88,8 +88,8 @@ pub struct Plan {
     pub rows: Vec<Row>,
     /// The peers.
     pub peers: Vec<PeerKind>,
-    /// Whether Keel runs (left out only to profile a peer alone).
-    pub keel: bool,
+    /// Keel's layouts that run (fewer only to profile one layout, or a peer alone).
+    pub layouts: Vec<Layout>,
 }
 
 impl Plan {
@@ -128,7 +128,7 @@ impl Plan {
                 increment(WriteMode::Fsync, 400),
             ],
             peers: PeerKind::built(),
-            keel: true,
+            layouts: vec![Layout::Columns, Layout::Cell],
         }
     }
 
@@ -136,10 +136,10 @@ impl Plan {
     /// one cell in either), and every peer.
     pub fn engines(&self, row: &Row) -> Vec<Engine> {
         let mut engines = Vec::new();
-        if self.keel {
-            engines.push(Engine::Keel(Layout::Columns));
-            if matches!(row.work, Work::Ycsb(_)) {
-                engines.push(Engine::Keel(Layout::Cell));
+        for &layout in &self.layouts {
+            // Increments are one cell in either layout: they run once, as columns.
+            if matches!(row.work, Work::Ycsb(_)) || layout == Layout::Columns {
+                engines.push(Engine::Keel(layout));
             }
         }
         engines.extend(self.peers.iter().map(|&p| Engine::Peer(p)));
