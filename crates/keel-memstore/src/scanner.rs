@@ -76,7 +76,11 @@ impl MemStoreScanner {
 
     /// Moves to the first cell at or after `key` (forward or backward).
     pub fn seek(&mut self, key: &CellKey) {
-        if self.fresh_at.take().as_ref() == Some(key) {
+        if self
+            .fresh_at
+            .take()
+            .is_some_and(|fresh| same_key(&fresh, key))
+        {
             return;
         }
         self.position(Bound::Included(key));
@@ -173,6 +177,23 @@ impl MemStoreScanner {
     }
 }
 
+/// `a == b`, first by where their fields lie: the merge seeks to a clone of the key the
+/// scanner was opened at, whose fields share the original's bytes, so the common case compares
+/// three pointers instead of three byte strings (a get's row was compared in full, 2.5% of it).
+fn same_key(a: &CellKey, b: &CellKey) -> bool {
+    let same_bytes = |x: &[u8], y: &[u8]| x.as_ptr() == y.as_ptr() && x.len() == y.len();
+    let shared = same_bytes(a.row(), b.row())
+        && same_bytes(a.family(), b.family())
+        && same_bytes(a.qualifier(), b.qualifier());
+    if shared {
+        a.timestamp() == b.timestamp()
+            && a.cell_type() == b.cell_type()
+            && a.sequence_id() == b.sequence_id()
+    } else {
+        a == b
+    }
+}
+
 impl Iterator for MemStoreScanner {
     type Item = Cell;
 
@@ -196,5 +217,40 @@ impl Iterator for MemStoreScanner {
         }
         self.find_front();
         Some(cell)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use keel_cell::{CellKey, CellType};
+
+    use super::same_key;
+
+    #[test]
+    fn same_key_is_equality_whether_or_not_the_bytes_are_shared() {
+        let key = |row: &str, ts| {
+            CellKey::new(
+                Bytes::copy_from_slice(row.as_bytes()),
+                "f",
+                "q",
+                ts,
+                CellType::Put,
+            )
+            .unwrap()
+        };
+        let a = key("row", 5);
+        assert!(same_key(&a, &a.clone()), "a clone shares the bytes");
+        assert!(same_key(&a, &key("row", 5)), "equal bytes elsewhere");
+        assert!(
+            !same_key(&a, &key("row", 6)),
+            "shared bytes, another timestamp"
+        );
+        assert!(!same_key(&a, &key("rox", 5)), "another row");
+        let mut later = a.clone();
+        later.set_sequence_id(9);
+        assert!(!same_key(&a, &later), "shared bytes, another sequence id");
+        let first = CellKey::first_on_row(a.row().clone());
+        assert!(!same_key(&CellKey::last_on_row(a.row().clone()), &first));
     }
 }
