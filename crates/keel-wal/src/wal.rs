@@ -5,7 +5,7 @@
 //! `FsyncWal` waiter with one `fdatasync`. One flag, `writing`, makes each batch exclusive, so
 //! batches reach the segment in LSN order whoever writes them.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,8 +39,13 @@ struct Shared {
     segment: Mutex<SegmentWriter>,
     /// Wakes the writer: work arrived, or a roll or close was asked for.
     work: Condvar,
-    /// Wakes appenders: entries were written or synced, buffer space freed, or poison.
-    progress: Condvar,
+    /// Wakes appenders waiting for an LSN, striped by LSN ([`Shared::stripe`]): entries were
+    /// written or synced, or it is a waiter's turn to lead. Waking only the stripes of the LSNs
+    /// that moved (one condition variable woke every waiter at every batch: on the increment
+    /// shape, 80 threads whose entries mostly were not in it) keeps most wake-ups useful.
+    durable: [Condvar; STRIPES],
+    /// Wakes appenders waiting for room in the pending buffer.
+    space: Condvar,
     metrics: Metrics,
 }
 
@@ -69,6 +74,9 @@ struct State {
     writing: bool,
     /// Appenders waiting for room in the pending buffer.
     space_waiters: usize,
+    /// LSNs of the parked `SyncWal` waiters: whoever ends a turn with entries pending wakes the
+    /// first one whose entry is unwritten, to lead the next group.
+    parked: BTreeSet<u64>,
     next_lsn: u64,
     written_lsn: u64,
     synced_lsn: u64,
@@ -120,6 +128,7 @@ impl Wal {
                 pending_for_writer: false,
                 writing: false,
                 space_waiters: 0,
+                parked: BTreeSet::new(),
                 next_lsn,
                 written_lsn: next_lsn - 1,
                 synced_lsn: next_lsn - 1,
@@ -137,7 +146,8 @@ impl Wal {
             }),
             segment: Mutex::new(segment),
             work: Condvar::new(),
-            progress: Condvar::new(),
+            durable: std::array::from_fn(|_| Condvar::new()),
+            space: Condvar::new(),
             metrics: Metrics::default(),
         });
         let thread_shared = Arc::clone(&shared);
@@ -230,7 +240,7 @@ impl Wal {
                 || state.pending_entries >= shared.options.pending_entries_max as u64)
         {
             state.space_waiters += 1;
-            shared.progress.wait(&mut state);
+            shared.space.wait(&mut state);
             state.space_waiters -= 1;
             check_usable(&state)?;
         }
@@ -290,7 +300,14 @@ impl Wal {
                 state = shared.lead(state);
                 continue;
             }
-            shared.progress.wait(&mut state);
+            let may_lead = durability == Durability::SyncWal;
+            if may_lead {
+                state.parked.insert(lsn);
+            }
+            shared.stripe(lsn).wait(&mut state);
+            if may_lead {
+                state.parked.remove(&lsn);
+            }
         }
         let (write, sync) = state
             .batches
@@ -326,7 +343,7 @@ impl Wal {
         state.sync_wanted = state.sync_wanted.max(target);
         shared.work.notify_one();
         while state.synced_lsn < target {
-            shared.progress.wait(&mut state);
+            shared.stripe(target).wait(&mut state);
             check_usable(&state)?;
         }
         Ok(())
@@ -598,6 +615,9 @@ fn check_usable(state: &MutexGuard<'_, State>) -> Result<(), WalError> {
 /// Most batches one `SyncWal` leader writes in a row before returning to its caller.
 const LEADER_BATCHES: usize = 4;
 
+/// Condition variables the LSN waiters are spread over.
+const STRIPES: usize = 32;
+
 impl Shared {
     /// Refuses every later append; wakes every waiter to see it, and the writer to stop.
     fn poison(&self, state: &mut State, err: &WalError) {
@@ -610,8 +630,25 @@ impl Shared {
             );
         }
         state.poisoned.get_or_insert_with(|| err.to_string());
-        self.progress.notify_all();
+        self.durable.iter().for_each(Condvar::notify_all);
+        self.space.notify_all();
         self.work.notify_one();
+    }
+
+    /// The condition variable the waiters for `lsn` park on.
+    fn stripe(&self, lsn: u64) -> &Condvar {
+        &self.durable[(lsn % STRIPES as u64) as usize]
+    }
+
+    /// Wakes the waiters of LSNs `after + 1 ..= through` (just written or synced).
+    fn wake_through(&self, after: u64, through: u64) {
+        if through.saturating_sub(after) >= STRIPES as u64 {
+            self.durable.iter().for_each(Condvar::notify_all);
+            return;
+        }
+        for lsn in after + 1..=through {
+            self.stripe(lsn).notify_all();
+        }
     }
 
     /// Whether the writer thread has something to do: entries no leader will take, a sync, a
@@ -631,11 +668,14 @@ impl Shared {
             || async_due
     }
 
-    /// Ends a turn at writing: clears `writing`, wakes every waiter (each may now lead) and, if
-    /// it has work, the writer thread.
+    /// Ends a turn at writing: clears `writing`, wakes a parked `SyncWal` waiter whose entry is
+    /// pending to lead the next group (one that has not parked yet leads when it comes to
+    /// wait: it finds nobody writing) and, if it has work, the writer thread.
     fn end_turn(&self, state: &mut State) {
         state.writing = false;
-        self.progress.notify_all();
+        if let Some(&next) = state.parked.range(state.written_lsn + 1..).next() {
+            self.stripe(next).notify_all();
+        }
         if self.writer_has_work(state) {
             self.work.notify_one();
         }
@@ -660,8 +700,6 @@ impl Shared {
             if state.pending.is_empty() || state.closing || turn == LEADER_BATCHES {
                 break;
             }
-            // The batch's waiters may go while the next one is written.
-            self.progress.notify_all();
         }
         drop(segment);
         self.end_turn(&mut state);
@@ -697,7 +735,7 @@ impl Shared {
         // those waiting for room: waking every waiter per batch would cost a herd of futile
         // wake-ups.)
         if state.space_waiters > 0 {
-            self.progress.notify_all();
+            self.space.notify_all();
         }
         drop(state);
 
@@ -710,7 +748,11 @@ impl Shared {
                         path: closed,
                         max_sequence,
                     });
-                    state.synced_lsn = state.synced_lsn.max(state.written_lsn);
+                    let written = state.written_lsn;
+                    if written > state.synced_lsn {
+                        self.wake_through(state.synced_lsn, written);
+                        state.synced_lsn = written;
+                    }
                     if let Err(err) = self.truncate(&mut state) {
                         self.poison(&mut state, &err);
                         return None;
@@ -731,6 +773,8 @@ impl Shared {
         }
         let write_time = write_started.elapsed();
         let mut state = self.state.lock();
+        // The batch's waiters may go (while the next batch is written, if any).
+        self.wake_through(state.written_lsn, last);
         state.written_lsn = last;
         for (region, sequence) in meta {
             let max = state.current_max_sequence.entry(region).or_insert(0);
@@ -779,9 +823,8 @@ impl Shared {
                 self.end_turn(&mut state);
                 continue;
             }
-            // `SyncWal` waiters of this batch may go; `writing` stays set through the sync, so
-            // nobody writes while it runs.
-            self.progress.notify_all();
+            // `writing` stays set through the sync, so nobody writes while it runs (the batch's
+            // `SyncWal` waiters were woken when it was written).
             drop(state);
             #[cfg(feature = "tracing")]
             let _sync_span = tracing::debug_span!("wal.sync").entered();
@@ -795,6 +838,7 @@ impl Shared {
             }
             let sync_time = sync_started.elapsed();
             let newly = last - state.synced_lsn;
+            self.wake_through(state.synced_lsn, last);
             state.synced_lsn = last;
             state.unsynced_since = None;
             record_batch(&mut state, last, write_time, sync_time);
