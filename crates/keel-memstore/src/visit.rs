@@ -12,7 +12,7 @@ use crossbeam_epoch as epoch;
 use crossbeam_skiplist::base::Entry;
 use keel_cell::CellKey;
 
-use crate::segment::{Segment, visible};
+use crate::segment::{MemKey, Segment, visible};
 
 /// Calls `f` on every cell of `segments` (newest first) in `range` visible at `read_point`, in
 /// order, the newest segment's cell only on an identical key, until `f` breaks.
@@ -25,7 +25,7 @@ pub(crate) fn visit(
     // One pin for the whole walk: the entries are borrowed under it. (A flush's walk holds it
     // for the segment's length, which only delays freeing what is removed meanwhile.)
     let guard = &epoch::pin();
-    let mut heads: Vec<Option<Entry<'_, '_, CellKey, Bytes>>> = segments
+    let mut heads: Vec<Option<Entry<'_, '_, MemKey, Bytes>>> = segments
         .iter()
         .map(|segment| visible(segment.first_entry(range.start_bound(), guard), read_point))
         .collect();
@@ -42,10 +42,11 @@ pub(crate) fn visit(
         let Some(entry) = heads[index].take() else {
             return;
         };
-        if !range.contains(entry.key()) {
+        let key = entry.key().cell_key();
+        if !range.contains(key) {
             return;
         }
-        if f(entry.key(), entry.value()).is_break() {
+        if f(key, entry.value()).is_break() {
             return;
         }
         for older in &mut heads[index + 1..] {
