@@ -147,6 +147,16 @@ impl StoreFileReader {
         }
     }
 
+    /// [`StoreFileReader::range_scanner`] borrowing the reader: no reference count taken on it
+    /// (which every reader of the file shares), for a read that ends before the borrow does.
+    pub fn borrowed_range_scanner(&self) -> Box<dyn KeyValueScanner + '_> {
+        let scanner = self.scanner();
+        match &self.range {
+            None => Box::new(scanner),
+            Some(range) => Box::new(RangeScanner::new(scanner, range.clone())),
+        }
+    }
+
     /// A row near the middle of the rows this reader shows, for splitting a region: the
     /// row of the middle index entry (HBase's mid-key), or of the middle cell when the file is
     /// one block or that row does not split. `None` when no row splits what it shows in two.

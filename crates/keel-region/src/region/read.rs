@@ -43,17 +43,16 @@ impl Region {
         let mut out = Vec::new();
         for store in wanted {
             // Files and memstore taken under the file-list lock, so a flush finishing meanwhile
-            // cannot move cells from one to the other unseen.
+            // cannot move cells from one to the other unseen. The lock is held through the get
+            // (microseconds), so the scanners borrow the files: no reference count per file on
+            // counts every reader shares.
             let listed = store.files.read();
-            let files: Vec<Arc<StoreFileReader>> = listed
+            let memstore = store.memstore.row_scanner(&row, read_point);
+            let mut sources: Vec<Box<dyn KeyValueScanner + '_>> = listed
                 .iter()
                 .filter(|f| f.may_contain_row(&row) && may_hold_range(f, query))
-                .cloned()
+                .map(|f| f.borrowed_range_scanner())
                 .collect();
-            let memstore = store.memstore.row_scanner(&row, read_point);
-            drop(listed);
-            let mut sources: Vec<Box<dyn KeyValueScanner + '_>> =
-                files.iter().map(StoreFileReader::range_scanner).collect();
             sources.push(Box::new(MemSource(memstore)));
             let mut merge = MergeScanner::new(sources, &first)?;
             let mut skip = crate::scanner::ColumnSkip::default();
