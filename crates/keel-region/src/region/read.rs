@@ -44,8 +44,8 @@ impl Region {
         for store in wanted {
             // Files and memstore taken under the file-list lock, so a flush finishing meanwhile
             // cannot move cells from one to the other unseen. The lock is held through the get
-            // (microseconds), so the scanners borrow the files: no reference count per file on
-            // counts every reader shares.
+            // (microseconds), so the scanners borrow the files instead of cloning their `Arc`s,
+            // whose counts every reader of the file shares.
             let listed = store.files.read();
             let memstore = store.memstore.row_scanner(&row, read_point);
             let mut sources: Vec<Box<dyn KeyValueScanner + '_>> = listed
