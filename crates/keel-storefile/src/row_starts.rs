@@ -275,18 +275,7 @@ mod tests {
             b"b".to_vec(),
         ]);
         names.sort();
-        let mut cells = Vec::new();
-        for name in &names {
-            for q in 0..6 {
-                Cell::builder(Bytes::from(name.clone()), "f")
-                    .qualifier(format!("q{q}"))
-                    .timestamp(1)
-                    .value(vec![1u8; 30])
-                    .build()
-                    .expect("test setup")
-                    .encode(&mut cells);
-            }
-        }
+        let cells = encode_rows(&names, 6, 30);
         let cached = with_row_starts(&cells);
         let (plain, starts) = split(&cached).expect("own trailer");
         let recorded = offsets(&starts);
@@ -301,12 +290,36 @@ mod tests {
             b"com.example/page999".to_vec(),
             b"zz".to_vec(),
         ]);
-        for row in &sought {
+        assert_jumps_match_whole_rows(&plain, &starts, &sought);
+    }
+
+    /// `columns` cells of `value_len` bytes for each of `names` (sorted), encoded.
+    fn encode_rows(names: &[Vec<u8>], columns: usize, value_len: usize) -> Vec<u8> {
+        let mut cells = Vec::new();
+        for name in names {
+            for q in 0..columns {
+                Cell::builder(Bytes::from(name.clone()), "f")
+                    .qualifier(format!("q{q}"))
+                    .timestamp(1)
+                    .value(vec![1u8; value_len])
+                    .build()
+                    .expect("test setup")
+                    .encode(&mut cells);
+            }
+        }
+        cells
+    }
+
+    /// For each row sought, the jump is the last recorded start before it, exactly as
+    /// comparing whole rows finds it.
+    fn assert_jumps_match_whole_rows(plain: &[u8], starts: &[u8], sought: &[Vec<u8>]) {
+        let recorded = offsets(starts);
+        for row in sought {
             let whole = recorded.iter().copied().rfind(|at| {
-                let (this, _) = cell_row_at(&plain, *at).expect("a start is a cell");
+                let (this, _) = cell_row_at(plain, *at).expect("a start is a cell");
                 plain[this] < row[..]
             });
-            assert_eq!(last_before(&plain, &starts, row), whole, "{row:?}");
+            assert_eq!(last_before(plain, starts, row), whole, "{row:?}");
         }
     }
 
@@ -317,18 +330,7 @@ mod tests {
         let names: Vec<Vec<u8>> = (0..50)
             .map(|i| format!("user0123456789{:05}", i * 2003).into_bytes())
             .collect();
-        let mut cells = Vec::new();
-        for name in &names {
-            for q in 0..4 {
-                Cell::builder(Bytes::from(name.clone()), "f")
-                    .qualifier(format!("q{q}"))
-                    .timestamp(1)
-                    .value(vec![1u8; 60])
-                    .build()
-                    .expect("test setup")
-                    .encode(&mut cells);
-            }
-        }
+        let cells = encode_rows(&names, 4, 60);
         let cached = with_row_starts(&cells);
         let (plain, starts) = split(&cached).expect("own trailer");
         assert_eq!(skip_of(&starts), 14, "user0123456789 is shared");
@@ -353,13 +355,7 @@ mod tests {
             sought.push(extra.as_bytes().to_vec());
         }
         sought.push(b"user0123456789\0".to_vec());
-        for row in &sought {
-            let whole = recorded.iter().copied().rfind(|at| {
-                let (this, _) = cell_row_at(&plain, *at).expect("a start is a cell");
-                plain[this] < row[..]
-            });
-            assert_eq!(last_before(&plain, &starts, row), whole, "{row:?}");
-        }
+        assert_jumps_match_whole_rows(&plain, &starts, &sought);
     }
 
     #[test]
