@@ -27,7 +27,12 @@
 //! assert_eq!(counter.load(Ordering::SeqCst), 1);
 //! ```
 //!
-//! What this crate is not: no new primitives and no policy; it only chooses implementations.
+//! What this crate is not: no policy. Beyond choosing implementations it holds two small helpers
+//! that hot paths across the workspace share: [`CachePadded`] and [`StripedCounter`].
+
+mod striped;
+
+pub use striped::StripedCounter;
 
 #[cfg(shuttle)]
 mod model;
