@@ -20,6 +20,13 @@ pub(crate) struct IndexEntry {
     pub(crate) len: u32,
 }
 
+/// Where a block is in its file: what a read of it needs from an index entry, without the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlockAt {
+    pub(crate) offset: u64,
+    pub(crate) len: u32,
+}
+
 /// Serializes entries: count (u32), then one u32 offset per entry (relative to the entries),
 /// then the entries.
 pub(crate) fn encode_index_block(entries: &[IndexEntry]) -> Vec<u8> {
@@ -78,8 +85,28 @@ impl IndexBlock {
         Ok(c)
     }
 
+    /// Where entry `i`'s block is, read past its key in place: a walk down the index needs
+    /// only this, and building the key would copy its row, family and qualifier.
+    pub(crate) fn block_at(&self, path: &Path, i: usize) -> Result<BlockAt> {
+        let mut c = self.at_entry(path, i)?;
+        let row_len = c.u16()? as usize;
+        c.take(row_len)?;
+        let family_len = c.u8()? as usize;
+        c.take(family_len)?;
+        let qualifier_len = c.u32()? as usize;
+        c.take(qualifier_len)?;
+        c.u64()?;
+        if CellType::from_code(c.u8()?).is_none() {
+            return Err(c.fail("unknown cell type"));
+        }
+        c.u64()?;
+        let offset = c.u64()?;
+        let len = c.u32()?;
+        Ok(BlockAt { offset, len })
+    }
+
     /// How entry `i`'s key compares with `key`, read in place (no key is built).
-    fn compare_entry(&self, path: &Path, i: usize, key: &CellKey) -> Result<Ordering> {
+    pub(crate) fn compare_entry(&self, path: &Path, i: usize, key: &CellKey) -> Result<Ordering> {
         let mut c = self.at_entry(path, i)?;
         let row_len = c.u16()? as usize;
         let row = c.take(row_len)?;

@@ -3,17 +3,17 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use keel_cell::{Cell, CellKey};
 use keel_fs::{FileRef, FileSystem};
+use keel_sync::StripedCounter;
 
 use crate::bloom::{Bloom, BloomType, hash};
 use crate::encoding::to_plain;
 use crate::error::{Result, corrupt, io};
 use crate::format::{BLOCK_HEADER_LEN, BlockKind, MAX_BLOCK_LEN, TRAILER_LEN, Trailer, open_block};
-use crate::index::{IndexBlock, IndexEntry};
+use crate::index::{BlockAt, IndexBlock};
 use crate::info::FileInfo;
 use crate::merge::KeyValueScanner;
 use crate::range::{RangeScanner, RowRange};
@@ -31,11 +31,13 @@ pub struct ReadStats {
     pub bloom_negatives: u64,
 }
 
+/// Striped: every reader of the file counts a block per get, and one atomic would be a cache
+/// line that all of them pull between cores.
 #[derive(Debug, Default)]
 struct Counters {
-    data_blocks: AtomicU64,
-    index_blocks: AtomicU64,
-    bloom_negatives: AtomicU64,
+    data_blocks: StripedCounter,
+    index_blocks: StripedCounter,
+    bloom_negatives: StripedCounter,
 }
 
 /// An open store file. Shareable between threads; scanners borrow it.
@@ -241,9 +243,9 @@ impl StoreFileReader {
     /// What this reader has touched so far.
     pub fn stats(&self) -> ReadStats {
         ReadStats {
-            data_blocks: self.counters.data_blocks.load(Ordering::Relaxed),
-            index_blocks: self.counters.index_blocks.load(Ordering::Relaxed),
-            bloom_negatives: self.counters.bloom_negatives.load(Ordering::Relaxed),
+            data_blocks: self.counters.data_blocks.sum(),
+            index_blocks: self.counters.index_blocks.sum(),
+            bloom_negatives: self.counters.bloom_negatives.sum(),
         }
     }
 
@@ -289,9 +291,7 @@ impl StoreFileReader {
     /// answer touches no index or data block.
     pub fn get(&self, row: &[u8]) -> Result<Vec<Cell>> {
         if !self.may_contain_row(row) {
-            self.counters
-                .bloom_negatives
-                .fetch_add(1, Ordering::Relaxed);
+            self.counters.bloom_negatives.add(1);
             return Ok(Vec::new());
         }
         let mut scanner = self.scanner();
@@ -331,8 +331,8 @@ impl StoreFileReader {
 
     /// A data block's cells, in the plain encoding, and their row starts
     /// ([`crate::row_starts`]), through the block source, which holds them together.
-    pub(crate) fn data_block(&self, entry: &IndexEntry) -> Result<(Bytes, Bytes)> {
-        self.counters.data_blocks.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn data_block(&self, entry: BlockAt) -> Result<DataBlock> {
+        self.counters.data_blocks.add(1);
         self.check_range(entry, 0, self.trailer.data_end)?;
         let key = BlockKey {
             file_id: self.file_id,
@@ -349,20 +349,30 @@ impl StoreFileReader {
             })
         })?;
         if !indexed {
-            return Ok((block, Bytes::new()));
+            let cells_end = block.len();
+            return Ok(DataBlock {
+                bytes: block,
+                cells_end,
+                row_starts: 0..0,
+            });
         }
-        crate::row_starts::split(&block).ok_or_else(|| {
+        let row_starts = crate::row_starts::bounds(&block).ok_or_else(|| {
             corrupt(
                 &self.path,
                 entry.offset,
                 "a cached data block without its row starts",
             )
+        })?;
+        Ok(DataBlock {
+            bytes: block,
+            cells_end: row_starts.start,
+            row_starts,
         })
     }
 
     /// An index block below the root, through the block source.
-    pub(crate) fn index_block(&self, entry: &IndexEntry, leaf: bool) -> Result<IndexBlock> {
-        self.counters.index_blocks.fetch_add(1, Ordering::Relaxed);
+    pub(crate) fn index_block(&self, entry: BlockAt, leaf: bool) -> Result<IndexBlock> {
+        self.counters.index_blocks.add(1);
         self.check_range(entry, self.trailer.data_end, self.trailer.root_index_offset)?;
         let kind = if leaf {
             BlockKind::LeafIndex
@@ -379,7 +389,7 @@ impl StoreFileReader {
         IndexBlock::parse(&self.path, entry.offset, payload)
     }
 
-    fn check_range(&self, entry: &IndexEntry, start: u64, end: u64) -> Result<()> {
+    fn check_range(&self, entry: BlockAt, start: u64, end: u64) -> Result<()> {
         let stop = entry.offset.checked_add(u64::from(entry.len));
         if entry.offset < start
             || stop.is_none_or(|s| s > end)
@@ -394,7 +404,7 @@ impl StoreFileReader {
         Ok(())
     }
 
-    fn read_block(&self, entry: &IndexEntry, kind: BlockKind) -> Result<crate::format::RawBlock> {
+    fn read_block(&self, entry: BlockAt, kind: BlockKind) -> Result<crate::format::RawBlock> {
         let mut buf = vec![0u8; entry.len as usize];
         self.file
             .read_exact_at(&mut buf, entry.offset)
@@ -409,16 +419,32 @@ impl StoreFileReader {
             .read_exact_at(&mut head, offset)
             .map_err(|e| io("read", &self.path, e))?;
         let len = crate::format::block_len(&self.path, offset, &head)?;
-        let entry = IndexEntry {
-            key: self.info.first_key.clone(),
+        let entry = BlockAt {
             offset,
             len: len as u32,
         };
-        self.check_range(
-            &entry,
-            self.trailer.data_end,
-            self.trailer.root_index_offset,
-        )?;
-        Ok(self.read_block(&entry, kind)?.payload)
+        self.check_range(entry, self.trailer.data_end, self.trailer.root_index_offset)?;
+        Ok(self.read_block(entry, kind)?.payload)
+    }
+}
+
+/// A data block as the block source holds it: its cells (`..cells_end`), then, when the source
+/// keeps blocks, the row starts computed when it was loaded ([`crate::row_starts`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DataBlock {
+    pub(crate) bytes: Bytes,
+    pub(crate) cells_end: usize,
+    pub(crate) row_starts: std::ops::Range<usize>,
+}
+
+impl DataBlock {
+    /// The block's cells.
+    pub(crate) fn cells(&self) -> &[u8] {
+        &self.bytes[..self.cells_end]
+    }
+
+    /// Its row starts (empty when the source keeps no blocks).
+    pub(crate) fn row_starts(&self) -> &[u8] {
+        &self.bytes[self.row_starts.clone()]
     }
 }

@@ -122,13 +122,22 @@ pub(crate) fn with_row_starts(cells: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
-/// Splits a cached block into its cells and its row starts; `None` if the trailer is not one
-/// [`with_row_starts`] wrote.
-pub(crate) fn split(block: &Bytes) -> Option<(Bytes, Bytes)> {
+/// Where a cached block's parts lie: its cells are `..starts.start`, its row starts `starts`;
+/// `None` if the trailer is not one [`with_row_starts`] wrote. Offsets, not slices: a reader
+/// keeps the one `Bytes` the cache handed out, and every slice would be one more reference
+/// count on the shared block.
+pub(crate) fn bounds(block: &[u8]) -> Option<std::ops::Range<usize>> {
     let count_at = block.len().checked_sub(COUNT_LEN)?;
     let count = u32::from_le_bytes(block[count_at..].try_into().ok()?) as usize;
     let starts_at = count_at.checked_sub(count.checked_mul(ENTRY_LEN)?.checked_add(SKIP_LEN)?)?;
-    Some((block.slice(..starts_at), block.slice(starts_at..count_at)))
+    Some(starts_at..count_at)
+}
+
+/// Splits a cached block into its cells and its row starts ([`bounds`]).
+#[cfg(test)]
+fn split(block: &[u8]) -> Option<(&[u8], &[u8])> {
+    let starts = bounds(block)?;
+    Some((&block[..starts.start], &block[starts]))
 }
 
 /// The last recorded row start whose row sorts before `row`, if any: every cell before it is of
@@ -221,16 +230,16 @@ mod tests {
         let cells = block(&borrowed);
         let cached = with_row_starts(&cells);
         let (plain, starts) = split(&cached).expect("own trailer");
-        assert_eq!(&plain[..], &cells[..]);
+        assert_eq!(plain, &cells[..]);
         assert!(
-            offsets(&starts).len() >= cells.len() / SPACING / 2,
+            offsets(starts).len() >= cells.len() / SPACING / 2,
             "too few starts: {}",
-            offsets(&starts).len()
+            offsets(starts).len()
         );
         // Every cell boundary and its row, walked by headers.
         let mut boundaries = Vec::new();
         let mut pos = 0;
-        while let Some((row, end)) = cell_row_at(&plain, pos) {
+        while let Some((row, end)) = cell_row_at(plain, pos) {
             boundaries.push((pos, plain[row].to_vec()));
             pos = end;
         }
@@ -238,10 +247,10 @@ mod tests {
             "row", "row000", "row017", "row0175", "row059", "row999", "zzz",
         ] {
             let sought = sought.as_bytes();
-            match last_before(&plain, &starts, sought) {
+            match last_before(plain, starts, sought) {
                 None => {
-                    for at in offsets(&starts) {
-                        let (row, _) = cell_row_at(&plain, at).expect("a start is a cell");
+                    for at in offsets(starts) {
+                        let (row, _) = cell_row_at(plain, at).expect("a start is a cell");
                         assert!(&plain[row] >= sought);
                     }
                 }
@@ -278,7 +287,7 @@ mod tests {
         let cells = encode_rows(&names, 6, 30);
         let cached = with_row_starts(&cells);
         let (plain, starts) = split(&cached).expect("own trailer");
-        let recorded = offsets(&starts);
+        let recorded = offsets(starts);
         assert!(recorded.len() > 10);
         let mut sought: Vec<Vec<u8>> = names.clone();
         sought.extend([
@@ -290,7 +299,7 @@ mod tests {
             b"com.example/page999".to_vec(),
             b"zz".to_vec(),
         ]);
-        assert_jumps_match_whole_rows(&plain, &starts, &sought);
+        assert_jumps_match_whole_rows(plain, starts, &sought);
     }
 
     /// `columns` cells of `value_len` bytes for each of `names` (sorted), encoded.
@@ -333,8 +342,8 @@ mod tests {
         let cells = encode_rows(&names, 4, 60);
         let cached = with_row_starts(&cells);
         let (plain, starts) = split(&cached).expect("own trailer");
-        assert_eq!(skip_of(&starts), 14, "user0123456789 is shared");
-        let recorded = offsets(&starts);
+        assert_eq!(skip_of(starts), 14, "user0123456789 is shared");
+        let recorded = offsets(starts);
         assert!(recorded.len() > 10);
         let mut sought = names.clone();
         for extra in [
@@ -355,7 +364,7 @@ mod tests {
             sought.push(extra.as_bytes().to_vec());
         }
         sought.push(b"user0123456789\0".to_vec());
-        assert_jumps_match_whole_rows(&plain, &starts, &sought);
+        assert_jumps_match_whole_rows(plain, starts, &sought);
     }
 
     #[test]
@@ -366,8 +375,8 @@ mod tests {
         let cached = with_row_starts(&cells);
         let (plain, starts) = split(&cached).expect("own trailer");
         assert_eq!(plain.len(), cells.len());
-        for at in offsets(&starts) {
-            assert!(cell_row_at(&plain, at).is_some());
+        for at in offsets(starts) {
+            assert!(cell_row_at(plain, at).is_some());
         }
     }
 }

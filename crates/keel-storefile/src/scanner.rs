@@ -1,6 +1,7 @@
 //! [`StoreFileScanner`]: `seek`, forward-only `reseek` that skips whole blocks through the
 //! index, `peek` and `next`, walking data blocks through a cursor over the index levels.
 
+use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
 use bytes::Bytes;
@@ -8,9 +9,9 @@ use keel_cell::{Cell, CellKey, CellRef};
 
 use crate::encoding::{decode_at, decode_ref_at};
 use crate::error::Result;
-use crate::index::{IndexBlock, IndexEntry};
+use crate::index::{BlockAt, IndexBlock};
 use crate::merge::KeyValueScanner;
-use crate::reader::StoreFileReader;
+use crate::reader::{DataBlock, StoreFileReader};
 use crate::row_starts::{self, cell_row_at};
 
 /// The reader a scanner reads: borrowed, or shared so the scanner can outlive its caller.
@@ -36,11 +37,11 @@ impl std::ops::Deref for ReaderRef<'_> {
 pub struct StoreFileScanner<'a> {
     reader: ReaderRef<'a>,
     /// One (index block, entry) per index level, root first; the last entry is the data block.
-    path: Vec<(IndexBlock, usize)>,
-    /// The current data block's cells (plain encoding).
-    block: Bytes,
-    /// Its row starts ([`crate::row_starts`]).
-    row_starts: Bytes,
+    /// The root is `None`: it is the reader's, borrowed when needed (every reader of the file
+    /// shares its bytes, and cloning them is a reference count on one contended line).
+    path: Vec<(Option<IndexBlock>, usize)>,
+    /// The current data block: its cells (plain encoding) and row starts.
+    block: DataBlock,
     block_offset: u64,
     /// Byte position of the cell after `current` in `block`.
     pos: usize,
@@ -48,10 +49,6 @@ pub struct StoreFileScanner<'a> {
     started: bool,
     /// When set, the scanner ends rather than enter a block whose keys all sort after this.
     limit: Option<CellKey>,
-    /// The first key of the block after the current one, when the current leaf index block
-    /// has it: a reseek to a key before it stays in this block, with no index lookup (HBase's
-    /// `nextIndexedKey`).
-    next_first: Option<CellKey>,
 }
 
 impl<'a> StoreFileScanner<'a> {
@@ -67,14 +64,12 @@ impl<'a> StoreFileScanner<'a> {
         StoreFileScanner {
             reader,
             path: Vec::new(),
-            block: Bytes::new(),
-            row_starts: Bytes::new(),
+            block: DataBlock::default(),
             block_offset: 0,
             pos: 0,
             current: None,
             started: false,
             limit: None,
-            next_first: None,
         }
     }
 
@@ -102,10 +97,10 @@ impl<'a> StoreFileScanner<'a> {
             Some(cell) if cell.key() >= key => return Ok(()),
             Some(_) => {}
         }
-        if self.next_first.as_ref().is_some_and(|next| key < next) {
+        if self.before_next_block(key)? {
             return self.advance_to(key);
         }
-        let target = self.target_entry(key)?;
+        let target = self.target_block(key)?;
         if target.offset > self.block_offset {
             self.descend(key)?;
         }
@@ -125,14 +120,13 @@ impl<'a> StoreFileScanner<'a> {
         if &self.reader.info().first_key.row()[..] >= row {
             self.current = None;
             self.path.clear();
-            self.block = Bytes::new();
-            self.row_starts = Bytes::new();
+            self.block = DataBlock::default();
             self.pos = 0;
             return Ok(());
         }
         self.descend(&CellKey::first_on_row(Bytes::copy_from_slice(row)))?;
         let found = loop {
-            if let Some(found) = last_row_before(&self.block, row) {
+            if let Some(found) = last_row_before(self.block.cells(), row) {
                 break found;
             }
             if !self.prev_block()? {
@@ -220,11 +214,11 @@ impl<'a> StoreFileScanner<'a> {
             }
         }
         loop {
-            while self.pos < self.block.len() {
+            while self.pos < self.block.cells_end {
                 let (cell, next) = decode_ref_at(
                     self.reader.path_ref(),
                     self.block_offset,
-                    &self.block,
+                    self.block.cells(),
                     self.pos,
                 )?;
                 self.pos = next;
@@ -239,58 +233,70 @@ impl<'a> StoreFileScanner<'a> {
         }
     }
 
+    /// The index block at `level` of the cursor (the reader's root at level 0).
+    fn level(&self, level: usize) -> &IndexBlock {
+        self.path[level].0.as_ref().unwrap_or(&self.reader.root)
+    }
+
+    /// Whether `key` sorts before the first key of the block after the current one, as the
+    /// current leaf index block has it: a reseek to such a key stays in this block, with no
+    /// index lookup (HBase's `nextIndexedKey`). Compared in place, with no key built.
+    fn before_next_block(&self, key: &CellKey) -> Result<bool> {
+        let Some(&(_, i)) = self.path.last() else {
+            return Ok(false);
+        };
+        let leaf = self.level(self.path.len() - 1);
+        Ok(i + 1 < leaf.len()
+            && leaf.compare_entry(self.reader.path_ref(), i + 1, key)? == Ordering::Greater)
+    }
+
     /// Walks the index from the root to the data block that may hold the first cell ≥ `key`,
     /// and loads that block (positioned before its first cell).
     fn descend(&mut self, key: &CellKey) -> Result<()> {
         let path = self.reader.path_ref();
         let levels = self.reader.index_levels() as usize;
         self.path.clear();
-        let mut block = self.reader.root.clone();
+        let mut below: Option<IndexBlock> = None;
         for level in 0..levels {
+            let block = below.as_ref().unwrap_or(&self.reader.root);
             let i = block.search(path, key)?;
             let child = if level + 1 < levels {
-                let entry = block.entry(path, i)?;
-                Some(self.reader.index_block(&entry, level + 2 == levels)?)
+                let at = block.block_at(path, i)?;
+                Some(self.reader.index_block(at, level + 2 == levels)?)
             } else {
                 None
             };
-            self.path.push((block.clone(), i));
-            if let Some(child) = child {
-                block = child;
-            }
+            self.path.push((std::mem::replace(&mut below, child), i));
         }
         self.load_block()
     }
 
-    fn target_entry(&self, key: &CellKey) -> Result<IndexEntry> {
+    /// The data block that may hold the first cell ≥ `key`.
+    fn target_block(&self, key: &CellKey) -> Result<BlockAt> {
         let path = self.reader.path_ref();
         let levels = self.reader.index_levels() as usize;
-        let mut block = self.reader.root.clone();
+        let mut below: Option<IndexBlock> = None;
         for level in 0..levels {
+            let block = below.as_ref().unwrap_or(&self.reader.root);
             let i = block.search(path, key)?;
-            let entry = block.entry(path, i)?;
+            let at = block.block_at(path, i)?;
             if level + 1 == levels {
-                return Ok(entry);
+                return Ok(at);
             }
-            block = self.reader.index_block(&entry, level + 2 == levels)?;
+            below = Some(self.reader.index_block(at, level + 2 == levels)?);
         }
         unreachable!("a file has at least one index level")
     }
 
     fn load_block(&mut self) -> Result<()> {
         let path = self.reader.path_ref();
-        let (block, i) = self
+        let &(_, i) = self
             .path
             .last()
             .ok_or_else(|| crate::error::corrupt(path, 0, "no index"))?;
-        let entry = block.entry(path, *i)?;
-        self.next_first = if *i + 1 < block.len() {
-            Some(block.entry(path, *i + 1)?.key)
-        } else {
-            None
-        };
-        (self.block, self.row_starts) = self.reader.data_block(&entry)?;
-        self.block_offset = entry.offset;
+        let at = self.level(self.path.len() - 1).block_at(path, i)?;
+        self.block = self.reader.data_block(at)?;
+        self.block_offset = at.offset;
         self.pos = 0;
         self.current = None;
         Ok(())
@@ -306,11 +312,11 @@ impl<'a> StoreFileScanner<'a> {
                 return Ok(false);
             }
             level -= 1;
-            let (block, i) = &self.path[level];
-            if *i + 1 < block.len() {
+            let (block, i) = (self.level(level), self.path[level].1);
+            if i + 1 < block.len() {
                 // The next sub-tree's separator bounds every key in it from below.
                 if let Some(limit) = &self.limit
-                    && &block.entry(path, *i + 1)?.key > limit
+                    && block.compare_entry(path, i + 1, limit)? == Ordering::Greater
                 {
                     return Ok(false);
                 }
@@ -320,10 +326,11 @@ impl<'a> StoreFileScanner<'a> {
         }
         let levels = self.path.len();
         for below in level + 1..levels {
-            let (parent, i) = &self.path[below - 1];
-            let entry = parent.entry(path, *i)?;
-            let child = self.reader.index_block(&entry, below + 1 == levels)?;
-            self.path[below] = (child, 0);
+            let at = self
+                .level(below - 1)
+                .block_at(path, self.path[below - 1].1)?;
+            let child = self.reader.index_block(at, below + 1 == levels)?;
+            self.path[below] = (Some(child), 0);
         }
         self.load_block()?;
         Ok(true)
@@ -345,11 +352,12 @@ impl<'a> StoreFileScanner<'a> {
         }
         let levels = self.path.len();
         for below in level + 1..levels {
-            let (parent, i) = &self.path[below - 1];
-            let entry = parent.entry(path, *i)?;
-            let child = self.reader.index_block(&entry, below + 1 == levels)?;
+            let at = self
+                .level(below - 1)
+                .block_at(path, self.path[below - 1].1)?;
+            let child = self.reader.index_block(at, below + 1 == levels)?;
             let last = child.len().saturating_sub(1);
-            self.path[below] = (child, last);
+            self.path[below] = (Some(child), last);
         }
         self.load_block()?;
         Ok(true)
@@ -358,13 +366,22 @@ impl<'a> StoreFileScanner<'a> {
     /// Decodes the next cell into `current`, crossing into later blocks as needed.
     fn load_next(&mut self) -> Result<()> {
         loop {
-            if self.pos < self.block.len() {
+            if self.pos < self.block.cells_end {
                 let (cell, next) = decode_at(
                     self.reader.path_ref(),
                     self.block_offset,
-                    &self.block,
+                    &self.block.bytes,
                     self.pos,
                 )?;
+                // Decoded from the whole cached block, so that its fields share the one
+                // `Bytes`: a cell running into the row starts is damage all the same.
+                if next > self.block.cells_end {
+                    return Err(crate::error::corrupt(
+                        self.reader.path_ref(),
+                        self.block_offset,
+                        format!("cell at byte {} runs past the block's cells", self.pos),
+                    ));
+                }
                 self.pos = next;
                 self.current = Some(cell);
                 return Ok(());
@@ -383,12 +400,13 @@ impl<'a> StoreFileScanner<'a> {
         if self.current.as_ref().is_none_or(|c| c.row() < key.row()) {
             self.current = None;
             // Whole rows first, by the block's row starts; then cell by cell.
-            if let Some(start) = row_starts::last_before(&self.block, &self.row_starts, key.row())
+            let (cells, starts) = (self.block.cells(), self.block.row_starts());
+            if let Some(start) = row_starts::last_before(cells, starts, key.row())
                 && start > self.pos
             {
                 self.pos = start;
             }
-            while let Some(next) = row_before(&self.block, self.pos, key.row()) {
+            while let Some(next) = row_before(self.block.cells(), self.pos, key.row()) {
                 self.pos = next;
             }
             self.load_next()?;
@@ -415,17 +433,17 @@ fn row_before(block: &[u8], pos: usize, row: &[u8]) -> Option<usize> {
 /// The last row before `row` among the cells of a (plain) block, walked by their headers alone;
 /// `None` if the block's first cell is already at or after `row`, or the block is damaged (the
 /// caller's later decode reports that).
-fn last_row_before(block: &Bytes, row: &[u8]) -> Option<Bytes> {
+fn last_row_before(block: &[u8], row: &[u8]) -> Option<Bytes> {
     let mut pos: usize = 0;
-    let mut last: Option<(usize, usize)> = None;
+    let mut last: Option<std::ops::Range<usize>> = None;
     while let Some((this, end)) = cell_row_at(block, pos) {
         if keel_cell::compare_bytes(&block[this.clone()], row).is_ge() {
             break;
         }
-        last = Some((this.start, this.len()));
+        last = Some(this);
         pos = end;
     }
-    last.map(|(start, len)| block.slice(start..start + len))
+    last.map(|range| Bytes::copy_from_slice(&block[range]))
 }
 
 impl KeyValueScanner for StoreFileScanner<'_> {
