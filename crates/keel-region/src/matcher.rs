@@ -16,6 +16,7 @@
 //!   than it ends the column; at most `min(query, family)` max versions are returned; a version
 //!   older than the family TTL is returned only while fewer than `min_versions` have been.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -109,9 +110,13 @@ impl ReadQuery {
 
 /// The streaming filter. Feed it cells in `CellComparator` order (a merge of every source).
 #[derive(Debug)]
-pub struct Matcher {
-    query: ReadQuery,
-    families: Arc<HashMap<Bytes, FamilyRules>>,
+pub struct Matcher<'a> {
+    /// Borrowed by a get, which ends before its caller's query does: a clone would copy the
+    /// column list and count a reference on each name, lines every reader of them shares.
+    query: Cow<'a, ReadQuery>,
+    /// The read point in force (a get's replaces its query's).
+    read_point: u64,
+    families: Cow<'a, Arc<HashMap<Bytes, FamilyRules>>>,
     /// The (row, family) the trackers below describe, when `in_group`: copied into buffers the
     /// matcher reuses, not shared with the cell (cloning a `Bytes` is a reference count on the
     /// block every reader of it shares).
@@ -131,16 +136,41 @@ pub struct Matcher {
     column_done: bool,
 }
 
-impl Matcher {
+impl Matcher<'static> {
     /// A matcher for `query`, with `families`' rules (a family not listed gets the defaults).
-    pub fn new(query: ReadQuery, families: HashMap<Bytes, FamilyRules>) -> Matcher {
+    pub fn new(query: ReadQuery, families: HashMap<Bytes, FamilyRules>) -> Matcher<'static> {
         Matcher::with_rules(query, Arc::new(families))
     }
 
     /// [`Matcher::new`] with rules shared with other matchers (a region builds them once).
-    pub fn with_rules(query: ReadQuery, families: Arc<HashMap<Bytes, FamilyRules>>) -> Matcher {
+    pub fn with_rules(
+        query: ReadQuery,
+        families: Arc<HashMap<Bytes, FamilyRules>>,
+    ) -> Matcher<'static> {
+        let read_point = query.read_point;
+        Matcher::build(Cow::Owned(query), read_point, Cow::Owned(families))
+    }
+}
+
+impl<'a> Matcher<'a> {
+    /// [`Matcher::with_rules`] borrowing the query and the rules, at `read_point` instead of
+    /// the query's: for a read that ends before both (a get).
+    pub fn borrowing(
+        query: &'a ReadQuery,
+        read_point: u64,
+        families: &'a Arc<HashMap<Bytes, FamilyRules>>,
+    ) -> Matcher<'a> {
+        Matcher::build(Cow::Borrowed(query), read_point, Cow::Borrowed(families))
+    }
+
+    fn build(
+        query: Cow<'a, ReadQuery>,
+        read_point: u64,
+        families: Cow<'a, Arc<HashMap<Bytes, FamilyRules>>>,
+    ) -> Matcher<'a> {
         Matcher {
             query,
+            read_point,
             families,
             group_row: Vec::new(),
             group_family: Vec::new(),
@@ -160,7 +190,7 @@ impl Matcher {
 
     /// True if `cell` belongs in the read's result.
     pub fn admit(&mut self, cell: &Cell) -> bool {
-        if cell.sequence_id() > self.query.read_point {
+        if cell.sequence_id() > self.read_point {
             return false;
         }
         self.enter(cell);

@@ -26,7 +26,7 @@ use crate::scan::Scan;
 /// and `filter_all_remaining` to end the scan early.
 pub struct RegionScanner {
     merge: MergeScanner<'static>,
-    matcher: Matcher,
+    matcher: Matcher<'static>,
     skip: ColumnSkip,
     scan: Scan,
     filter: Option<Box<dyn Active>>,
@@ -142,7 +142,7 @@ impl RegionScanner {
     /// A scan over `merge` (already positioned for a forward scan).
     pub(crate) fn new(
         mut merge: MergeScanner<'static>,
-        matcher: Matcher,
+        matcher: Matcher<'static>,
         scan: Scan,
     ) -> Result<RegionScanner, RegionError> {
         if scan.reversed {

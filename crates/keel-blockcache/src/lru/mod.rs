@@ -6,7 +6,6 @@
 mod evict;
 
 use std::collections::HashMap;
-use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
@@ -15,7 +14,7 @@ use keel_sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use keel_sync::thread::{JoinHandle, spawn_named};
 use keel_sync::{CachePadded, Condvar, Mutex};
 
-use crate::cache::{BlockCache, BlockKey, BlockPriority, CacheCounters, CacheStats};
+use crate::cache::{BlockCache, BlockKey, BlockPriority, CacheCounters, CacheStats, KeyHasher};
 use crate::id_lock::{IdReadWriteLock, PoolKind};
 
 /// Sizes and policy of an [`LruBlockCache`], with HBase's defaults.
@@ -67,7 +66,7 @@ impl Default for LruOptions {
 const SHARDS: usize = 16;
 
 /// One shard of the cache: its blocks under one mutex.
-type Shard = Mutex<HashMap<BlockKey, Entry>>;
+type Shard = Mutex<HashMap<BlockKey, Entry, KeyHasher>>;
 
 /// A cached block.
 #[derive(Debug)]
@@ -81,7 +80,7 @@ pub(crate) struct Entry {
 pub(crate) struct Inner {
     pub(crate) options: LruOptions,
     pub(crate) shards: Box<[CachePadded<Shard>]>,
-    hasher: RandomState,
+    hasher: KeyHasher,
     pub(crate) size: CachePadded<AtomicU64>,
     pub(crate) blocks: AtomicU64,
     clock: CachePadded<AtomicU64>,
@@ -102,12 +101,13 @@ pub struct LruBlockCache {
 impl LruBlockCache {
     /// An empty cache; starts the evictor thread unless `options.eviction_thread` is off.
     pub fn new(options: LruOptions) -> LruBlockCache {
+        let hasher = KeyHasher::new();
         let inner = Arc::new(Inner {
             options,
             shards: (0..SHARDS)
-                .map(|_| CachePadded(Mutex::new(HashMap::new())))
+                .map(|_| CachePadded(Mutex::new(HashMap::with_hasher(hasher))))
                 .collect(),
-            hasher: RandomState::new(),
+            hasher,
             size: CachePadded(AtomicU64::new(0)),
             blocks: AtomicU64::new(0),
             clock: CachePadded(AtomicU64::new(0)),

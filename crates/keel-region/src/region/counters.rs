@@ -3,6 +3,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use keel_sync::StripedCounter;
+
 use super::compaction::CompactionOutcome;
 
 /// What a region has done and refused, since it opened.
@@ -46,8 +48,10 @@ pub struct RegionStats {
 
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub(crate) read_requests: AtomicU64,
-    pub(crate) write_requests: AtomicU64,
+    /// Bumped by every request: striped, so that readers on different cores do not pull one
+    /// cache line between them.
+    pub(crate) read_requests: StripedCounter,
+    pub(crate) write_requests: StripedCounter,
     pub(crate) busy_refusals: AtomicU64,
     blocked_writes: AtomicU64,
     blocked_nanos: AtomicU64,
@@ -91,8 +95,8 @@ impl Counters {
     pub(crate) fn read(&self) -> RegionStats {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         RegionStats {
-            read_requests: load(&self.read_requests),
-            write_requests: load(&self.write_requests),
+            read_requests: self.read_requests.sum(),
+            write_requests: self.write_requests.sum(),
             busy_refusals: load(&self.busy_refusals),
             blocked_writes: load(&self.blocked_writes),
             blocked_time: Duration::from_nanos(load(&self.blocked_nanos)),

@@ -1,7 +1,6 @@
 //! Reads: gets and streaming scans merged from memstores and store files at one read point.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use keel_cell::{Cell, CellKey};
@@ -23,7 +22,7 @@ impl Region {
     pub fn get(&self, row: &[u8], query: &ReadQuery) -> Result<Vec<Cell>, RegionError> {
         let _span = span!(INFO, "region.get", region = self.id, row = %Printable(row));
         self.check_open(false)?;
-        self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
+        self.counters.read_requests.add(1);
         let read_point = self.mvcc.read_point();
         let row = Bytes::copy_from_slice(row);
         let first = CellKey::first_on_row(row.clone());
@@ -33,13 +32,7 @@ impl Region {
             .filter(|(name, _)| wants_family(query, name))
             .map(|(_, store)| store)
             .collect();
-        let mut matcher = Matcher::with_rules(
-            ReadQuery {
-                read_point,
-                ..query.clone()
-            },
-            Arc::clone(&self.family_rules),
-        );
+        let mut matcher = Matcher::borrowing(query, read_point, &self.family_rules);
         let mut out = Vec::new();
         for store in wanted {
             // Files and memstore taken under the file-list lock, so a flush finishing meanwhile
@@ -114,7 +107,7 @@ impl Region {
             reversed = scan.reversed
         );
         self.check_open(false)?;
-        self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
+        self.counters.read_requests.add(1);
         let read_point = self.mvcc.read_point();
         let query = &scan.query;
         let matcher = Matcher::with_rules(

@@ -349,8 +349,6 @@ impl Region {
     }
 
     pub(super) fn count_writes(&self, operations: usize) {
-        self.counters
-            .write_requests
-            .fetch_add(operations as u64, Ordering::Relaxed);
+        self.counters.write_requests.add(operations as u64);
     }
 }
