@@ -11,9 +11,9 @@
 //! - [`RowLocks`] gives shared and exclusive locks per row, many rows at a time in sorted order
 //!   (no deadlock between batches), with bounded waits and FIFO fairness.
 //!
-//! The write path these serve: lock rows → `begin` (reserving the WAL slot inside
-//! [`Mvcc::begin_with`]) → WAL append and sync → memstore insert → [`Mvcc::complete_and_wait`]
-//! → unlock. A write that fails after `begin` must still complete its entry; an entry dropped
+//! The write path these serve: lock rows → `begin` (taken where the WAL entry takes its place in
+//! the log, or inside [`Mvcc::begin_with`] to order a closure with it) → WAL append and sync →
+//! memstore insert → [`Mvcc::complete_and_wait`] → unlock. A write that fails after `begin` must still complete its entry; an entry dropped
 //! without completion completes itself, so forgetting cannot stall the region.
 //!
 //! ```

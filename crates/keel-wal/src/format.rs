@@ -29,7 +29,10 @@
 //! it must be zero (space preallocated and never written).
 
 use bytes::{BufMut, Bytes};
-use keel_cell::{Cell, CellLimits, DecodeError, decode_batch, encode_batch, encoded_batch_len};
+use keel_cell::{
+    BATCH_HEADER_LEN, CELL_HEADER_LEN, Cell, CellLimits, DecodeError, decode_batch, encode_batch,
+    encoded_batch_len,
+};
 
 /// The segment magic.
 pub const MAGIC: [u8; 8] = *b"KEEL-WAL";
@@ -129,6 +132,45 @@ pub(crate) fn encode_entry_record(entry: &WalEntry, out: &mut Vec<u8>) {
     let crc = record_crc(len, &out[start + RECORD_HEADER_LEN..]);
     out[start..start + 4].copy_from_slice(&len);
     out[start + 4..start + RECORD_HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Rewrites the sequence id of the entry framed in `record` (one record, as
+/// [`encode_entry_record`] wrote it): the entry's and every cell's, then the record's CRC. For a
+/// log that hands out sequence ids in log order, after the entry was encoded outside its lock.
+/// The record is Keel's own encoding, so the walk trusts its lengths; a record it cannot walk is
+/// left as it was (and `debug_assert`s).
+pub(crate) fn set_record_sequence(record: &mut [u8], sequence_id: u64) {
+    let patched = patch_sequence(record, sequence_id);
+    debug_assert!(patched.is_some(), "a record this log encoded must walk");
+}
+
+fn patch_sequence(record: &mut [u8], sequence_id: u64) -> Option<()> {
+    let seq = sequence_id.to_le_bytes();
+    let payload = record.get_mut(RECORD_HEADER_LEN..)?;
+    payload.get_mut(8..16)?.copy_from_slice(&seq);
+    let batch = payload.get_mut(ENTRY_HEADER_LEN..)?;
+    // The batch header: a version byte, then the cell count.
+    let count = u32::from_le_bytes(batch.get(1..BATCH_HEADER_LEN)?.try_into().ok()?);
+    let mut pos = BATCH_HEADER_LEN;
+    for _ in 0..count {
+        let header = batch.get_mut(pos..pos + CELL_HEADER_LEN)?;
+        let row = u16::from_le_bytes([header[0], header[1]]) as usize;
+        let family = header[2] as usize;
+        let qualifier = u32::from_le_bytes(header[4..8].try_into().ok()?) as usize;
+        let value = u32::from_le_bytes(header[8..12].try_into().ok()?) as usize;
+        // The cell's sequence id (keel-cell's codec: header bytes 20..28).
+        header[20..28].copy_from_slice(&seq);
+        pos = pos
+            .checked_add(CELL_HEADER_LEN + row + family)?
+            .checked_add(qualifier)?
+            .checked_add(value)?;
+    }
+    let len: [u8; 4] = record.get(..4)?.try_into().ok()?;
+    let crc = record_crc(len, record.get(RECORD_HEADER_LEN..)?);
+    record
+        .get_mut(4..RECORD_HEADER_LEN)?
+        .copy_from_slice(&crc.to_le_bytes());
+    Some(())
 }
 
 /// The CRC a record stores: over its length bytes and its payload.

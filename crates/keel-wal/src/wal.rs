@@ -15,7 +15,7 @@ use keel_sync::thread::{JoinHandle, spawn_named};
 use keel_sync::{Condvar, Mutex, MutexGuard};
 
 use crate::error::WalError;
-use crate::format::{RECORD_HEADER_LEN, WalEntry, encode_entry_record};
+use crate::format::{RECORD_HEADER_LEN, WalEntry, encode_entry_record, set_record_sequence};
 use crate::metrics::{AppendTimings, Metrics, WalStats};
 use crate::options::{Durability, WalOptions};
 use crate::replay::{ReplayOptions, replay};
@@ -181,15 +181,33 @@ impl Wal {
     }
 
     /// The first half of [`Wal::append`]: puts `entry` in the log's order (checking its sequence
-    /// id) and returns at once; [`PendingAppend::wait`] then waits for the durability asked. A
-    /// region enqueues while holding its MVCC begin order, so entries reach the log in sequence
-    /// order, and waits after releasing it, so writers still share group commits (HBase's
-    /// `append` then `sync(txid)`).
+    /// id) and returns at once; [`PendingAppend::wait`] then waits for the durability asked.
+    /// Waiting apart lets writers share group commits (HBase's `append` then `sync(txid)`).
     pub fn enqueue(
         &self,
         entry: &WalEntry,
         durability: Durability,
     ) -> Result<PendingAppend<'_>, WalError> {
+        self.enqueue_numbered(entry, durability, || (entry.sequence_id, ()))
+            .map(|((), pending)| pending)
+    }
+
+    /// [`Wal::enqueue`], with the entry's sequence id taken in log order: `number` runs under
+    /// the log's lock, at the moment the entry takes its place, and returns the sequence id with
+    /// whatever the caller wants back (a region's MVCC write entry). The entry and every cell in
+    /// it are logged with that sequence id, whatever they carried. A region that takes its write
+    /// numbers here needs no lock of its own to keep them in log order; with HBase's
+    /// `begin(Runnable)` the MVCC lock was held across the log's, and writers queued on both.
+    ///
+    /// The entry is encoded before the lock is taken; under it, only the sequence id is written
+    /// into the record and its checksum recomputed. If the log refuses the entry after `number`
+    /// ran (a sequence id not above the region's last), what `number` returned is dropped.
+    pub fn enqueue_numbered<R>(
+        &self,
+        entry: &WalEntry,
+        durability: Durability,
+        number: impl FnOnce() -> (u64, R),
+    ) -> Result<(R, PendingAppend<'_>), WalError> {
         let started = Instant::now();
         let durability = durability.resolve(Durability::SyncWal);
         let shared = &self.shared;
@@ -216,26 +234,9 @@ impl Wal {
                 region: entry.region,
             });
         }
-        if let Some(&previous) = state.last_sequence.get(&entry.region)
-            && entry.sequence_id <= previous
-        {
-            return Err(WalError::SequenceNotIncreasing {
-                region: entry.region,
-                previous,
-                found: entry.sequence_id,
-            });
-        }
-        if durability == Durability::SkipWal {
-            state.last_sequence.insert(entry.region, entry.sequence_id);
-            return Ok(PendingAppend {
-                wal: self,
-                lsn: None,
-                durability,
-                started,
-            });
-        }
         // Bounded memory: wait for the writer to drain the buffer.
-        while !state.pending.is_empty()
+        while durability != Durability::SkipWal
+            && !state.pending.is_empty()
             && (state.pending.len() + size > shared.options.pending_bytes_max
                 || state.pending_entries >= shared.options.pending_entries_max as u64)
         {
@@ -244,9 +245,33 @@ impl Wal {
             state.space_waiters -= 1;
             check_usable(&state)?;
         }
+        // The entry's place in the log is fixed from here: its sequence id is taken now.
+        let (sequence_id, taken) = number();
+        if let Some(&previous) = state.last_sequence.get(&entry.region)
+            && sequence_id <= previous
+        {
+            return Err(WalError::SequenceNotIncreasing {
+                region: entry.region,
+                previous,
+                found: sequence_id,
+            });
+        }
+        state.last_sequence.insert(entry.region, sequence_id);
+        if durability == Durability::SkipWal {
+            let pending = PendingAppend {
+                wal: self,
+                lsn: None,
+                durability,
+                started,
+            };
+            return Ok((taken, pending));
+        }
+        if sequence_id != entry.sequence_id {
+            set_record_sequence(&mut record, sequence_id);
+        }
         state.pending.extend_from_slice(&record);
         state.pending_entries += 1;
-        state.pending_meta.push((entry.region, entry.sequence_id));
+        state.pending_meta.push((entry.region, sequence_id));
         #[cfg(feature = "tracing")]
         {
             let span = tracing::Span::current();
@@ -255,7 +280,6 @@ impl Wal {
             }
         }
         state.pending_since.get_or_insert(started);
-        state.last_sequence.insert(entry.region, entry.sequence_id);
         let lsn = state.next_lsn;
         state.next_lsn += 1;
         if durability == Durability::FsyncWal {
@@ -268,12 +292,13 @@ impl Wal {
             shared.work.notify_one();
         }
         shared.metrics.appended(size);
-        Ok(PendingAppend {
+        let pending = PendingAppend {
             wal: self,
             lsn: Some(lsn),
             durability,
             started,
-        })
+        };
+        Ok((taken, pending))
     }
 
     fn wait_durable(

@@ -405,3 +405,69 @@ fn enqueue_orders_entries_and_wait_makes_them_durable_in_any_order() {
     let seqs: Vec<u64> = replayed(&fs).iter().map(|e| e.sequence_id).collect();
     assert_eq!(seqs, [1, 2]);
 }
+
+/// An entry of three cells of different sizes, all carrying `sequence_id`.
+fn three_cells(region: u64, sequence_id: u64) -> WalEntry {
+    let cells = ["a", "bb", "ccc"]
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            keel_cell::Cell::builder(format!("row-{i}"), "f")
+                .qualifier(*q)
+                .timestamp(1)
+                .sequence_id(sequence_id)
+                .value(vec![7u8; 10 * (i + 1)])
+                .build()
+                .expect("a valid cell")
+        })
+        .collect();
+    WalEntry {
+        region,
+        sequence_id,
+        write_time_ms: 1_700_000_000_000,
+        cells,
+    }
+}
+
+#[test]
+fn numbers_taken_at_enqueue_reach_the_log_in_order_in_the_entry_and_every_cell() {
+    let (_, fs) = fault_fs();
+    let wal = open(&fs, WalOptions::default());
+    let counter = std::sync::atomic::AtomicU64::new(0);
+    let take = || {
+        let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        (n, n)
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            scope.spawn(|| {
+                for _ in 0..50 {
+                    // Encoded with a sequence id the log must replace.
+                    let (n, pending) = wal
+                        .enqueue_numbered(&three_cells(7, 0), Durability::SyncWal, take)
+                        .unwrap();
+                    assert!(n >= 1);
+                    pending.wait().unwrap();
+                }
+            });
+        }
+    });
+    // A number the region already logged is refused, and what the closure returned is dropped.
+    let stale = wal.enqueue_numbered(&three_cells(7, 0), Durability::SyncWal, || (5, ()));
+    assert!(matches!(
+        stale,
+        Err(WalError::SequenceNotIncreasing { found: 5, .. })
+    ));
+    wal.close().unwrap();
+    let entries = replayed(&fs);
+    let seqs: Vec<u64> = entries.iter().map(|e| e.sequence_id).collect();
+    assert_eq!(
+        seqs,
+        (1..=400).collect::<Vec<_>>(),
+        "log order is number order"
+    );
+    for e in &entries {
+        assert_eq!(e.cells.len(), 3);
+        assert!(e.cells.iter().all(|c| c.sequence_id() == e.sequence_id));
+    }
+}

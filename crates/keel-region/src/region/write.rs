@@ -260,26 +260,30 @@ impl Region {
         let step = Instant::now();
         let (entry, pending) = {
             let _span = span!(DEBUG, "wal.append", cells = cells.len());
-            self.mvcc.begin_with(|write_number| {
-                for cell in &mut cells {
-                    cell.set_sequence_id(write_number);
-                }
-                // The cells are lent to the entry and taken back: the WAL encodes them, it
-                // keeps nothing, and a clone would be a reference count per field per cell.
-                let wal_entry = WalEntry {
-                    region: self.id,
-                    sequence_id: write_number,
-                    write_time_ms: now,
-                    cells: std::mem::take(&mut cells),
-                };
-                let pending = self.wal.enqueue(&wal_entry, durability);
-                cells = wal_entry.cells;
-                pending
-            })
+            // The cells are lent to the entry and taken back: the WAL encodes them, it keeps
+            // nothing, and a clone would be a reference count per field per cell.
+            let wal_entry = WalEntry {
+                region: self.id,
+                sequence_id: 0,
+                write_time_ms: now,
+                cells: std::mem::take(&mut cells),
+            };
+            // The write number is taken under the log's lock, as the entry takes its place
+            // there: numbers reach the log in order with no lock of the region's own (the WAL
+            // writes the number into the entry and its cells).
+            let enqueued = self.wal.enqueue_numbered(&wal_entry, durability, || {
+                let entry = self.mvcc.begin();
+                (entry.write_number(), entry)
+            });
+            cells = wal_entry.cells;
+            // On error the MVCC entry completed itself when dropped; nothing reached the
+            // memstore.
+            enqueued?
         };
+        for cell in &mut cells {
+            cell.set_sequence_id(entry.write_number());
+        }
         timings.wal_append = step.elapsed();
-        // On error the MVCC entry completes itself when dropped; nothing reached the memstore.
-        let pending = pending?;
         match self.order {
             WriteOrder::Reordered => {
                 let step = Instant::now();
