@@ -22,7 +22,7 @@
 //! one core while contenders park.
 
 use keel_sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
-use keel_sync::{Condvar, Mutex};
+use keel_sync::{Condvar, Mutex, MutexGuard};
 
 use crate::error::MvccError;
 
@@ -142,6 +142,16 @@ impl WriteEntry<'_> {
     pub fn write_number(&self) -> u64 {
         self.number
     }
+
+    /// Hands the entry's completion to whoever holds the returned write number, for a write
+    /// that another thread may finish (a region's writers apply each other's durable writes).
+    /// The entry no longer completes itself when dropped: the number must reach
+    /// [`Mvcc::complete_detached`] exactly once, or no later write ever becomes visible.
+    pub fn detach(self) -> u64 {
+        let number = self.number;
+        std::mem::forget(self);
+        number
+    }
 }
 
 impl Drop for WriteEntry<'_> {
@@ -208,6 +218,26 @@ impl Mvcc {
     pub fn complete_and_wait(&self, entry: WriteEntry<'_>) {
         let number = entry.number;
         if !self.complete(entry) {
+            self.wait_for(number);
+        }
+    }
+
+    /// Completes write numbers [detached](WriteEntry::detach) from their entries, each exactly
+    /// once, under one take of the completion lock; returns the read point afterwards.
+    pub fn complete_detached(&self, numbers: &[u64]) -> u64 {
+        let mut window = self.hot.window.lock();
+        let before = window.read_point;
+        for &number in numbers {
+            debug_assert!(number > window.read_point, "write {number} completed twice");
+            window.complete(number);
+        }
+        self.publish(window, before)
+    }
+
+    /// Waits until the read point covers `number`: that write, and every one before it, is
+    /// visible to every reader that starts afterwards.
+    pub fn wait_visible(&self, number: u64) {
+        if self.read_point() < number {
             self.wait_for(number);
         }
     }
@@ -281,6 +311,13 @@ impl Mvcc {
         debug_assert!(number > window.read_point, "write {number} completed twice");
         let before = window.read_point;
         window.complete(number);
+        self.publish(window, before)
+    }
+
+    /// After completions under `window` moved the read point from `before` (or not): publishes
+    /// it, unlocks, and wakes the waiters it passed. Returns the read point.
+    #[inline]
+    fn publish(&self, window: MutexGuard<'_, Window>, before: u64) -> u64 {
         let read_point = window.read_point;
         let moved = read_point != before;
         // Store the read point, then look for waiters (see `wake_waiters`), both while the line
@@ -350,6 +387,42 @@ mod tests {
         assert!(mvcc.complete(a));
         assert_eq!(mvcc.read_point(), 3);
         assert_eq!(mvcc.stats().abandoned, 0);
+    }
+
+    #[test]
+    fn detached_numbers_complete_together_and_only_when_completed() {
+        let mvcc = Mvcc::new();
+        let (a, b, c) = (mvcc.begin().detach(), mvcc.begin().detach(), mvcc.begin());
+        assert_eq!(
+            mvcc.read_point(),
+            0,
+            "a detached entry does not complete on drop"
+        );
+        assert_eq!(
+            mvcc.complete_detached(&[b]),
+            0,
+            "write 1 is still in flight"
+        );
+        assert_eq!(mvcc.complete_detached(&[a]), 2);
+        mvcc.wait_visible(2);
+        assert!(mvcc.complete(c));
+        mvcc.wait_visible(3);
+        assert_eq!(mvcc.stats().abandoned, 0);
+    }
+
+    #[test]
+    fn wait_visible_returns_once_another_thread_completes() {
+        let mvcc = Mvcc::new();
+        let first = mvcc.begin().detach();
+        let second = mvcc.begin().detach();
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| mvcc.wait_visible(second));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert!(!waiter.is_finished(), "write 2 is not visible yet");
+            mvcc.complete_detached(&[second, first]);
+            waiter.join().expect("waiter");
+        });
+        assert_eq!(mvcc.read_point(), 2);
     }
 
     #[test]

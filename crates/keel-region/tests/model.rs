@@ -6,6 +6,10 @@
 //! power cut (a crash image, reopened), and a write refused by a closing region must not be.
 //! Without the lock a write whose sequence id the flush covers can miss its snapshot: the WAL
 //! then lets go of it and a crash loses it.
+//!
+//! A third model races writers at three durability levels through the apply queue (writers
+//! finish each other's durable writes): each write must be visible the moment it is
+//! acknowledged, with every write acknowledged before it, and no writer may be left asleep.
 
 #![cfg(shuttle)]
 
@@ -123,4 +127,52 @@ fn a_flush_never_loses_a_write_it_raced() {
 fn a_close_keeps_every_acknowledged_write_and_refuses_the_rest() {
     shuttle::check_random(close_races_writers, iterations());
     shuttle::check_pct(close_races_writers, iterations(), 3);
+}
+
+/// Three writers, at `SyncWal`, `FsyncWal` and `SkipWal`, two rows each: every write is
+/// visible when acknowledged, and so is every write its writer acknowledged earlier.
+fn writers_at_mixed_levels_see_their_writes_at_once() {
+    let fault = FaultFs::new();
+    let (_wal, region) = open(Arc::new(fault));
+    let levels = [
+        Durability::SyncWal,
+        Durability::FsyncWal,
+        Durability::SkipWal,
+    ];
+    let writers: Vec<_> = levels
+        .into_iter()
+        .enumerate()
+        .map(|(w, level)| {
+            let region = Arc::clone(&region);
+            shuttle::thread::spawn(move || {
+                for n in 0..2 {
+                    let cell = Cell::put(row(w, n), "f", "q", 1, "v").expect("cell");
+                    region.mutate(vec![cell], level).expect("write");
+                    for earlier in 0..=n {
+                        assert!(
+                            present(&region, &row(w, earlier)),
+                            "{} not visible after its write at {level:?} was acknowledged",
+                            row(w, earlier)
+                        );
+                    }
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().expect("writer");
+    }
+}
+
+#[test]
+fn acknowledged_writes_are_visible_at_once_at_every_level() {
+    shuttle::check_random(
+        writers_at_mixed_levels_see_their_writes_at_once,
+        iterations(),
+    );
+    shuttle::check_pct(
+        writers_at_mixed_levels_see_their_writes_at_once,
+        iterations(),
+        3,
+    );
 }

@@ -47,7 +47,7 @@ pub use metrics::{AppendTimings, WalStats};
 pub use options::{Durability, WalOptions};
 pub use replay::{RecoveryMode, Replay, ReplayOptions, TailCut, replay};
 pub use segment::{DEFAULT_MAX_ENTRY_SIZE, SegmentWriter};
-pub use wal::{AppendReceipt, PendingAppend, Wal};
+pub use wal::{AppendReceipt, AppendTicket, PendingAppend, Wal};
 
 /// The crate README's example, compiled and run as a doctest.
 #[doc = include_str!("../README.md")]

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use keel_fs::FileSystem;
+use keel_sync::atomic::{AtomicU64, Ordering::Acquire, Ordering::Release};
 use keel_sync::thread::{JoinHandle, spawn_named};
 use keel_sync::{Condvar, Mutex, MutexGuard};
 
@@ -46,7 +47,17 @@ struct Shared {
     durable: [Condvar; STRIPES],
     /// Wakes appenders waiting for room in the pending buffer.
     space: Condvar,
+    /// `written_lsn` and `synced_lsn`, published for [`Wal::is_durable`], which takes no lock.
+    marks: Marks,
     metrics: Metrics,
+}
+
+/// Copies of the state's `written_lsn` and `synced_lsn`, stored under the state lock as they
+/// move, so they are never ahead of what a waiter under the lock would see.
+#[derive(Debug)]
+struct Marks {
+    written: AtomicU64,
+    synced: AtomicU64,
 }
 
 /// A closed segment and, per region, the highest sequence id it holds.
@@ -148,6 +159,10 @@ impl Wal {
             work: Condvar::new(),
             durable: std::array::from_fn(|_| Condvar::new()),
             space: Condvar::new(),
+            marks: Marks {
+                written: AtomicU64::new(next_lsn - 1),
+                synced: AtomicU64::new(next_lsn - 1),
+            },
             metrics: Metrics::default(),
         });
         let thread_shared = Arc::clone(&shared);
@@ -359,6 +374,19 @@ impl Wal {
         })
     }
 
+    /// Whether the append `ticket` names is already as durable as it asked, the condition
+    /// [`PendingAppend::wait`] waits for, read without the log's lock: a writer that finds
+    /// another's append durable may finish that write for it.
+    pub fn is_durable(&self, ticket: AppendTicket) -> bool {
+        let marks = &self.shared.marks;
+        match (ticket.lsn, ticket.durability) {
+            (None, _) => true,
+            (Some(lsn), Durability::FsyncWal) => marks.synced.load(Acquire) >= lsn,
+            (Some(lsn), Durability::SyncWal) => marks.written.load(Acquire) >= lsn,
+            (Some(_), _) => true,
+        }
+    }
+
     /// Makes everything appended so far durable (an `FsyncWal` barrier without an entry).
     pub fn sync(&self) -> Result<(), WalError> {
         let shared = &self.shared;
@@ -518,7 +546,22 @@ pub struct PendingAppend<'a> {
     started: Instant,
 }
 
+/// What [`Wal::is_durable`] needs to know of a pending append: its LSN and level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppendTicket {
+    lsn: Option<u64>,
+    durability: Durability,
+}
+
 impl PendingAppend<'_> {
+    /// The append's ticket, for [`Wal::is_durable`].
+    pub fn ticket(&self) -> AppendTicket {
+        AppendTicket {
+            lsn: self.lsn,
+            durability: self.durability,
+        }
+    }
+
     /// Waits until the entry is as durable as its level asks, and reports where time went.
     pub fn wait(self) -> Result<AppendReceipt, WalError> {
         match self.lsn {
@@ -777,6 +820,7 @@ impl Shared {
                     if written > state.synced_lsn {
                         self.wake_through(state.synced_lsn, written);
                         state.synced_lsn = written;
+                        self.marks.synced.store(written, Release);
                     }
                     if let Err(err) = self.truncate(&mut state) {
                         self.poison(&mut state, &err);
@@ -801,6 +845,7 @@ impl Shared {
         // The batch's waiters may go (while the next batch is written, if any).
         self.wake_through(state.written_lsn, last);
         state.written_lsn = last;
+        self.marks.written.store(last, Release);
         for (region, sequence) in meta {
             let max = state.current_max_sequence.entry(region).or_insert(0);
             *max = (*max).max(sequence);
@@ -865,6 +910,7 @@ impl Shared {
             let newly = last - state.synced_lsn;
             self.wake_through(state.synced_lsn, last);
             state.synced_lsn = last;
+            self.marks.synced.store(last, Release);
             state.unsynced_since = None;
             record_batch(&mut state, last, write_time, sync_time);
             self.metrics.synced(newly, sync_time);

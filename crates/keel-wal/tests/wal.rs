@@ -471,3 +471,22 @@ fn numbers_taken_at_enqueue_reach_the_log_in_order_in_the_entry_and_every_cell()
         assert!(e.cells.iter().all(|c| c.sequence_id() == e.sequence_id));
     }
 }
+
+#[test]
+fn is_durable_agrees_with_what_wait_waits_for() {
+    let (_, fs) = fault_fs();
+    let wal = open(&fs, WalOptions::default());
+    // A `SyncWal` entry is written when someone waits for it (or after a second): not yet.
+    let sync = wal.enqueue(&entry(1, 1, 10), Durability::SyncWal).unwrap();
+    let skip = wal.enqueue(&entry(1, 2, 10), Durability::SkipWal).unwrap();
+    assert!(!wal.is_durable(sync.ticket()));
+    assert!(wal.is_durable(skip.ticket()));
+    let ticket = sync.ticket();
+    sync.wait().unwrap();
+    assert!(wal.is_durable(ticket));
+    let fsync = wal.enqueue(&entry(1, 3, 10), Durability::FsyncWal).unwrap();
+    let ticket = fsync.ticket();
+    fsync.wait().unwrap();
+    assert!(wal.is_durable(ticket));
+    wal.close().unwrap();
+}

@@ -20,6 +20,7 @@ use crate::limits::{MemoryAccount, RegionLimits};
 use crate::manifest::Manifest;
 use crate::matcher::FamilyRules;
 
+mod apply;
 mod checked;
 mod close;
 mod compaction;
@@ -157,6 +158,9 @@ pub struct Region {
     dir: PathBuf,
     wal: Arc<Wal>,
     mvcc: Mvcc,
+    /// Writes whose WAL entries are enqueued, for whichever of their writers the log wakes first
+    /// to apply ([`apply`]).
+    applying: apply::ApplyQueue,
     locks: RowLocks,
     /// Writers hold it shared from MVCC begin to memstore insert; a flush takes it exclusively
     /// to snapshot, so every edit up to the flush's sequence id is in the snapshot.

@@ -163,6 +163,7 @@ impl Region {
             dir: dir.to_path_buf(),
             wal,
             mvcc: Mvcc::new(),
+            applying: super::apply::ApplyQueue::default(),
             locks: RowLocks::new(RowLockOptions::default()),
             updates: RwLock::new(()),
             family_rules: Arc::new(

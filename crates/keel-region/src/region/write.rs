@@ -286,19 +286,30 @@ impl Region {
         timings.wal_append = step.elapsed();
         match self.order {
             WriteOrder::Reordered => {
+                // Queued for whichever of the waiting writers the log wakes first to apply
+                // (`apply.rs`): the entry's completion goes with it.
+                let number = entry.detach();
+                self.applying.push(number, pending.ticket(), cells);
                 let step = Instant::now();
-                {
+                let waited = {
                     let _span = span!(DEBUG, "wal.sync_wait");
-                    pending.wait()?;
-                }
+                    pending.wait()
+                };
                 timings.sync_wait = step.elapsed();
+                if let Err(e) = waited {
+                    // Not durable, so nobody applied it: taken back and completed unapplied.
+                    if self.applying.withdraw(number).is_some() {
+                        self.mvcc.complete_detached(&[number]);
+                    }
+                    return Err(e.into());
+                }
                 let step = Instant::now();
-                self.add_to_memstores(cells);
+                self.apply_durable();
                 timings.memstore = step.elapsed();
                 let step = Instant::now();
                 {
                     let _span = span!(DEBUG, "mvcc.wait");
-                    self.mvcc.complete_and_wait(entry);
+                    self.mvcc.wait_visible(number);
                 }
                 timings.mvcc_wait = step.elapsed();
                 drop(rows);
