@@ -259,6 +259,9 @@ impl Segment {
             Bound::Excluded(end) => key < end,
             Bound::Unbounded => true,
         };
+        // Room for the whole batch at once: a scanner's first batch went into an empty queue
+        // that grew (and moved its 152-byte cells) three times on the way to 16.
+        out.reserve(max);
         let guard = &epoch::pin();
         let mut entry = visible(self.first_entry(from, guard), read_point);
         let mut taken = 0;
