@@ -76,11 +76,27 @@ impl Region {
         if taken.is_empty() {
             return;
         }
-        let mut numbers = Vec::with_capacity(taken.len());
+        // Completed when this goes out of scope, after the inserts, or on the way out of a
+        // panic: a detached number left incomplete would stall every later write.
+        let complete = CompleteOnDrop {
+            mvcc: &self.mvcc,
+            numbers: taken.iter().map(|write| write.number).collect(),
+        };
         for write in taken {
-            numbers.push(write.number);
             self.add_to_memstores(write.cells);
         }
-        self.mvcc.complete_detached(&numbers);
+        drop(complete);
+    }
+}
+
+/// Completes detached write numbers when dropped.
+struct CompleteOnDrop<'a> {
+    mvcc: &'a keel_mvcc::Mvcc,
+    numbers: Vec<u64>,
+}
+
+impl Drop for CompleteOnDrop<'_> {
+    fn drop(&mut self) {
+        self.mvcc.complete_detached(&self.numbers);
     }
 }
