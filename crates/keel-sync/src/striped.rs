@@ -7,7 +7,7 @@ use crate::atomic::{AtomicU64, Ordering::Relaxed};
 /// busy threads rarely share one.
 const STRIPES: usize = 16;
 
-/// A counter many threads add to: each add goes to one of [`STRIPES`] cache-padded atomics,
+/// A counter many threads add to: each add goes to one of 16 cache-padded atomics,
 /// chosen per thread, so that adders on different cores do not pull one cache line back and
 /// forth (a request counter bumped by every read was one such line); a read sums the stripes.
 /// The sum is exact once the adds it should see have happened; while adds run it may miss some.
