@@ -27,12 +27,13 @@
 //! assert_eq!(counter.load(Ordering::SeqCst), 1);
 //! ```
 //!
-//! What this crate is not: no policy. Beyond choosing implementations it holds two small helpers
-//! that hot paths across the workspace share: [`CachePadded`] and [`StripedCounter`].
+//! What this crate is not: no policy. Beyond choosing implementations it holds a few small helpers
+//! that hot paths across the workspace share: [`CachePadded`], [`StripedCounter`] and
+//! [`ReadMostly`].
 
 mod striped;
 
-pub use striped::StripedCounter;
+pub use striped::{ReadMostly, StripedCounter};
 
 #[cfg(shuttle)]
 mod model;

@@ -1,7 +1,8 @@
-//! [`StripedCounter`]: a statistics counter that many threads add to (HBase's `LongAdder`).
+//! [`StripedCounter`]: a statistics counter that many threads add to (HBase's `LongAdder`);
+//! [`ReadMostly`]: a value many threads read and few replace, one copy per stripe.
 
-use crate::CachePadded;
 use crate::atomic::{AtomicU64, Ordering::Relaxed};
+use crate::{CachePadded, RwLock};
 
 /// Stripes per counter: more than the threads a core runs between context switches, so two
 /// busy threads rarely share one.
@@ -44,6 +45,43 @@ impl StripedCounter {
     }
 }
 
+/// A value that every request reads and that is replaced rarely (a table's list of regions, at
+/// a split): one copy per stripe, each behind its own lock, with its own reference count, so
+/// that readers on different cores take different cache lines. One `RwLock<Arc<T>>` cost every
+/// read a lock and a reference count on two lines that every core pulled back and forth. A
+/// [`store`](ReadMostly::store) replaces the copies one stripe at a time: a reader during it may
+/// get the old value or the new one, as if it had read a moment earlier or later. The `Arc` is
+/// std's under shuttle too: a reference count is not a scheduling point worth modelling.
+#[derive(Debug)]
+pub struct ReadMostly<T> {
+    stripes: [CachePadded<RwLock<std::sync::Arc<T>>>; STRIPES],
+}
+
+impl<T: Clone> ReadMostly<T> {
+    /// Holds `value` (cloned once per stripe).
+    pub fn new(value: T) -> ReadMostly<T> {
+        ReadMostly {
+            stripes: std::array::from_fn(|_| {
+                CachePadded(RwLock::new(std::sync::Arc::new(value.clone())))
+            }),
+        }
+    }
+
+    /// The current value, from the calling thread's stripe. One thread sees one `Arc` until the
+    /// next store, so `Arc::ptr_eq` on two loads tells whether a store came between them.
+    #[inline]
+    pub fn load(&self) -> std::sync::Arc<T> {
+        std::sync::Arc::clone(&self.stripes[thread_stripe()].read())
+    }
+
+    /// Replaces the value in every stripe.
+    pub fn store(&self, value: T) {
+        for stripe in &self.stripes {
+            *stripe.write() = std::sync::Arc::new(value.clone());
+        }
+    }
+}
+
 /// The calling thread's stripe: threads take stripes in turn as they first add.
 #[inline]
 fn thread_stripe() -> usize {
@@ -73,6 +111,24 @@ mod tests {
             }
         });
         assert_eq!(counter.sum(), 10_000 * (1..=8).sum::<u64>());
+    }
+
+    #[test]
+    fn read_mostly_loads_what_was_stored_from_every_thread() {
+        let value = ReadMostly::new(vec![1, 2]);
+        let first = value.load();
+        assert!(
+            std::sync::Arc::ptr_eq(&first, &value.load()),
+            "one thread, one copy"
+        );
+        value.store(vec![3]);
+        assert!(!std::sync::Arc::ptr_eq(&first, &value.load()));
+        std::thread::scope(|s| {
+            for _ in 0..20 {
+                s.spawn(|| assert_eq!(*value.load(), [3]));
+            }
+        });
+        assert_eq!(*first, [1, 2], "a loaded value outlives the store");
     }
 
     #[test]

