@@ -73,6 +73,19 @@ impl LiveRegions {
 /// How long a call waits for a split or merge of its region to finish before giving up.
 const CHANGE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// A call's allowance of [`CHANGE_WAIT`], counted from its first wait: the clock is read only
+/// when a call finds its region closed by a split (reading it at every call was 1% of a get).
+#[derive(Default)]
+struct ChangeWait(Option<std::time::Instant>);
+
+impl ChangeWait {
+    /// Whether the call may wait for the change a little more.
+    fn may_wait(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        now < *self.0.get_or_insert(now + CHANGE_WAIT)
+    }
+}
+
 impl TableRegions {
     /// The index of the region holding `row`.
     pub(crate) fn locate(&self, row: &[u8]) -> usize {
@@ -119,16 +132,13 @@ impl Table {
         &self,
         mut op: impl FnMut(&TableRegions) -> Result<T, RegionError>,
     ) -> Result<T, RegionError> {
-        // The clock is read only when a call has to wait for a split (1% of a get).
-        let mut deadline = None;
+        let mut wait = ChangeWait::default();
         loop {
             let regions = self.now();
             match op(&regions) {
                 Err(RegionError::RegionClosed { .. })
                     if (self.live.changing() || !Arc::ptr_eq(&regions, &self.now()))
-                        && std::time::Instant::now()
-                            < *deadline
-                                .get_or_insert_with(|| std::time::Instant::now() + CHANGE_WAIT) =>
+                        && wait.may_wait() =>
                 {
                     std::thread::sleep(std::time::Duration::from_millis(1));
                 }
@@ -224,7 +234,7 @@ impl Table {
         let mut statuses: Vec<Option<Result<(), RegionError>>> = (0..n).map(|_| None).collect();
         let mut pending: Vec<(usize, (Vec<Cell>, Durability))> =
             operations.into_iter().enumerate().collect();
-        let deadline = std::time::Instant::now() + CHANGE_WAIT;
+        let mut wait = ChangeWait::default();
         while !pending.is_empty() {
             let regions = self.now();
             let mut groups: std::collections::BTreeMap<usize, RegionShare> = Default::default();
@@ -252,7 +262,7 @@ impl Table {
                 for ((i, result), op) in positions.into_iter().zip(results).zip(retry) {
                     let follow = matches!(result, Err(RegionError::RegionClosed { .. }))
                         && (self.live.changing() || !Arc::ptr_eq(&regions, &self.now()))
-                        && std::time::Instant::now() < deadline;
+                        && wait.may_wait();
                     if follow {
                         pending.push((i, op));
                     } else {
@@ -473,7 +483,7 @@ impl TableScanner {
         if let Some(limit) = scan.limit {
             scan.limit = Some(limit - self.rows);
         }
-        let deadline = std::time::Instant::now() + CHANGE_WAIT;
+        let mut wait = ChangeWait::default();
         loop {
             let regions = self.live.get();
             let Some((entry, region)) = self.next_region(&regions) else {
@@ -496,7 +506,7 @@ impl TableScanner {
                 }
                 Err(RegionError::RegionClosed { .. })
                     if (self.live.changing() || !Arc::ptr_eq(&regions, &self.live.get()))
-                        && std::time::Instant::now() < deadline =>
+                        && wait.may_wait() =>
                 {
                     std::thread::sleep(std::time::Duration::from_millis(1));
                 }
