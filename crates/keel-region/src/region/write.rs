@@ -85,10 +85,11 @@ impl Region {
 
     /// Applies `cells` (puts and delete markers, any rows) atomically at `durability`, on the
     /// HBASE-15158 path: the write's one validation (`Region::check_write`) → row locks
-    /// (shared, sorted) → server timestamps for cells that carry `LATEST_TIMESTAMP` → MVCC
-    /// begin and WAL enqueue with the write number as sequence id → WAL durability wait →
-    /// memstore insert → MVCC complete and wait → unlock. A WAL failure returns before the
-    /// memstore is touched, so there is nothing to roll back.
+    /// (shared, sorted) → server timestamps for cells that carry `LATEST_TIMESTAMP` → WAL
+    /// enqueue, taking the MVCC write number (the sequence id) under the log's lock → queued
+    /// for applying → WAL durability wait → the memstore inserts and MVCC completions of every
+    /// durable queued write (`apply.rs`) → wait until visible → unlock. A WAL failure returns
+    /// before the memstore is touched, so there is nothing to roll back.
     pub fn mutate(
         &self,
         cells: Vec<Cell>,
@@ -276,8 +277,8 @@ impl Region {
                 (entry.write_number(), entry)
             });
             cells = wal_entry.cells;
-            // On error the MVCC entry completed itself when dropped; nothing reached the
-            // memstore.
+            // On error nothing reached the memstore, and an MVCC entry taken before the log
+            // refused the entry completed itself when dropped.
             enqueued?
         };
         for cell in &mut cells {
