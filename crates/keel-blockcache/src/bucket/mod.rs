@@ -9,7 +9,6 @@ mod area;
 mod evict;
 
 use std::collections::HashMap;
-use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::io;
 use std::path::PathBuf;
@@ -24,7 +23,7 @@ use keel_sync::{CachePadded, Mutex};
 use self::allocator::Allocator;
 pub use self::allocator::DEFAULT_SIZE_CLASSES;
 use self::area::Area;
-use crate::cache::{BlockCache, BlockKey, BlockPriority, CacheCounters, CacheStats};
+use crate::cache::{BlockCache, BlockKey, BlockPriority, CacheCounters, CacheStats, KeyHasher};
 use crate::id_lock::{IdReadWriteLock, PoolKind};
 
 /// Where a bucket cache's area lives (HBase `hbase.bucketcache.ioengine`).
@@ -94,10 +93,10 @@ pub(crate) struct SlotEntry {
 type Staged = (Bytes, bool);
 
 /// One shard of the backing map: where each placed block is.
-pub(crate) type BackingShard = Mutex<HashMap<BlockKey, SlotEntry>>;
+pub(crate) type BackingShard = Mutex<HashMap<BlockKey, SlotEntry, KeyHasher>>;
 
 /// One shard of the RAM staging map.
-type RamShard = Mutex<HashMap<BlockKey, Staged>>;
+type RamShard = Mutex<HashMap<BlockKey, Staged, KeyHasher>>;
 
 #[derive(Debug)]
 pub(crate) struct Inner {
@@ -106,7 +105,7 @@ pub(crate) struct Inner {
     pub(crate) allocator: Mutex<Allocator>,
     ram: Box<[CachePadded<RamShard>]>,
     pub(crate) backing: Box<[CachePadded<BackingShard>]>,
-    hasher: RandomState,
+    hasher: KeyHasher,
     pub(crate) slot_locks: IdReadWriteLock<usize>,
     clock: CachePadded<AtomicU64>,
     pub(crate) stored_bytes: AtomicU64,
@@ -134,16 +133,17 @@ impl BucketCache {
             AreaKind::Heap => Area::heap(allocator.area_len()),
             AreaKind::Mapped(path) => Area::mapped(path, allocator.area_len())?,
         };
+        let hasher = KeyHasher::new();
         let inner = Arc::new(Inner {
             area,
             allocator: Mutex::new(allocator),
             ram: (0..SHARDS)
-                .map(|_| CachePadded(Mutex::new(HashMap::new())))
+                .map(|_| CachePadded(Mutex::new(HashMap::with_hasher(hasher))))
                 .collect(),
             backing: (0..SHARDS)
-                .map(|_| CachePadded(Mutex::new(HashMap::new())))
+                .map(|_| CachePadded(Mutex::new(HashMap::with_hasher(hasher))))
                 .collect(),
-            hasher: RandomState::new(),
+            hasher,
             slot_locks: IdReadWriteLock::new(options.id_lock_pool),
             clock: CachePadded(AtomicU64::new(0)),
             stored_bytes: AtomicU64::new(0),
