@@ -10,7 +10,7 @@ use crate::segment::Segment;
 
 /// Cells fetched from a segment by the first search after a seek: small, so a get or a short
 /// scan copies out little more than it returns.
-const FIRST_BATCH: usize = 16;
+pub(crate) const FIRST_BATCH: usize = 16;
 
 /// The batch doubles with each refill up to this, so a long scan pays few searches.
 const MAX_BATCH: usize = 256;
@@ -22,8 +22,8 @@ const MAX_BATCH: usize = 256;
 /// [`Iterator::next`]).
 ///
 /// The scanner holds its segments, so a snapshot cleared meanwhile stays readable through it.
-/// It reads each segment in batches (16 cells after a seek, doubling to 256; one skiplist search
-/// per batch). Every
+/// It reads each segment in batches (16 cells after a seek, or fewer for a get that wants fewer,
+/// doubling to 256; one skiplist search per batch). Every
 /// cell at or below the read point is in the segment before the read point covers it (the
 /// region publishes a read point only after the write is applied), so batching never hides a
 /// visible cell.
@@ -35,6 +35,8 @@ pub struct MemStoreScanner {
     heads: Vec<(VecDeque<Cell>, bool)>,
     /// Cells the next refill fetches.
     batch: usize,
+    /// Cells the first search after a seek fetches.
+    first_batch: usize,
     end: Bound<CellKey>,
     read_point: u64,
     /// The key `new` positioned at, until anything moves the scanner: a seek to it (the
@@ -51,12 +53,15 @@ impl MemStoreScanner {
         segments: Vec<Arc<Segment>>,
         range: impl RangeBounds<CellKey>,
         read_point: u64,
+        first_batch: usize,
     ) -> MemStoreScanner {
         let heads = segments.iter().map(|_| (VecDeque::new(), true)).collect();
+        let first_batch = first_batch.clamp(1, FIRST_BATCH);
         let mut scanner = MemStoreScanner {
             segments,
             heads,
-            batch: FIRST_BATCH,
+            batch: first_batch,
+            first_batch,
             end: range.end_bound().cloned(),
             read_point,
             fresh_at: None,
@@ -108,7 +113,7 @@ impl MemStoreScanner {
     }
 
     fn position(&mut self, from: Bound<&CellKey>) {
-        self.batch = FIRST_BATCH;
+        self.batch = self.first_batch;
         for (index, segment) in self.segments.iter().enumerate() {
             let (cells, more) = &mut self.heads[index];
             cells.clear();

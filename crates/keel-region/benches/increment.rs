@@ -2,7 +2,10 @@
 //! run. 80 threads each increment the same sequence of rows (a hot-row contention test, as the
 //! original), embedded, at `SyncWal` and `FsyncWal`, once per write order, interleaved. Prints
 //! total time and the 75th/95th/99th latency percentiles as the seed does, the per-stage
-//! breakdown, and new/legacy ratios. `--increments N` sets increments per thread (the seed used
+//! breakdown, and new/legacy ratios. The seed's comparison runs each increment under the row
+//! lock in turn, as HBase does (`ReadModifyWrites::PerCall`); two more rows ("Combined") run the
+//! reordered path with Keel's default, concurrent increments of a row combined, and print
+//! combined ÷ per-call throughput. `--increments N` sets increments per thread (the seed used
 //! 10 000).
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
@@ -13,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use keel_fs::{FileSystem, StdFs};
-use keel_region::{Durability, FamilyOptions, Region, WriteOrder, WriteTimings};
+use keel_region::{Durability, FamilyOptions, ReadModifyWrites, Region, WriteOrder, WriteTimings};
 use keel_testkit::figure;
 use keel_wal::{Wal, WalOptions};
 
@@ -25,9 +28,15 @@ struct Outcome {
     latency_us: Histogram<u64>,
     stages: [Duration; 5],
     count: u64,
+    /// Increments per WAL entry (combined batches; 1 per call).
+    batch: f64,
 }
 
-fn run(dir: &Path, order: WriteOrder, durability: Durability, per_thread: usize) -> Outcome {
+fn run(
+    dir: &Path,
+    (durability, order, rmw): (Durability, WriteOrder, ReadModifyWrites),
+    per_thread: usize,
+) -> Outcome {
     let fs: Arc<dyn FileSystem> = Arc::new(StdFs);
     let wal =
         Arc::new(Wal::open(Arc::clone(&fs), &dir.join("wal"), WalOptions::default()).expect("wal"));
@@ -39,7 +48,8 @@ fn run(dir: &Path, order: WriteOrder, durability: Durability, per_thread: usize)
         vec![FamilyOptions::new("f")],
     )
     .expect("region")
-    .with_write_order(order);
+    .with_write_order(order)
+    .with_read_modify_writes(rmw);
     let start = Instant::now();
     let results: Vec<(Histogram<u64>, WriteTimings)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..THREADS)
@@ -81,6 +91,12 @@ fn run(dir: &Path, order: WriteOrder, durability: Durability, per_thread: usize)
         value >= expected,
         "row-0000 holds {value}, expected at least {expected}"
     );
+    let stats = region.stats();
+    let batch = if stats.rmw_batches == 0 {
+        1.0
+    } else {
+        stats.rmw_batched_operations as f64 / stats.rmw_batches as f64
+    };
     drop(region);
     Arc::try_unwrap(wal)
         .expect("sole owner")
@@ -105,6 +121,7 @@ fn run(dir: &Path, order: WriteOrder, durability: Durability, per_thread: usize)
         latency_us,
         stages,
         count: (THREADS * per_thread) as u64,
+        batch,
     }
 }
 
@@ -130,21 +147,32 @@ fn main() {
     println!(
         "increment: {THREADS} threads × {per_thread} increments over the same {ROWS} rows, embedded, one region; {rounds} interleaved round(s)"
     );
+    use ReadModifyWrites::{Combined, PerCall};
     let configs = [
-        (Durability::SyncWal, WriteOrder::Reordered),
-        (Durability::SyncWal, WriteOrder::Legacy),
-        (Durability::FsyncWal, WriteOrder::Reordered),
-        (Durability::FsyncWal, WriteOrder::Legacy),
+        (Durability::SyncWal, WriteOrder::Reordered, PerCall),
+        (Durability::SyncWal, WriteOrder::Legacy, PerCall),
+        (Durability::FsyncWal, WriteOrder::Reordered, PerCall),
+        (Durability::FsyncWal, WriteOrder::Legacy, PerCall),
+        (Durability::SyncWal, WriteOrder::Reordered, Combined),
+        (Durability::FsyncWal, WriteOrder::Reordered, Combined),
     ];
     let mut outcomes: Vec<Vec<Outcome>> = configs.iter().map(|_| Vec::new()).collect();
-    for _ in 0..rounds {
-        for (i, (durability, order)) in configs.iter().enumerate() {
+    for round in 0..rounds {
+        // Each configuration once per round, the order reversed every other round.
+        let mut order: Vec<usize> = (0..configs.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            if std::env::var("KEEL_ONLY").is_ok_and(|o| o != i.to_string()) {
+                continue;
+            }
             let dir = tempfile::tempdir().expect("tempdir");
-            outcomes[i].push(run(dir.path(), *order, *durability, per_thread));
+            outcomes[i].push(run(dir.path(), configs[i], per_thread));
         }
     }
     println!(
-        "{:<9} {:<10} {:>10} {:>10} {:>8} {:>8} {:>8} | per increment, µs: {:>6} {:>6} {:>6} {:>6} {:>6}",
+        "{:<9} {:<10} {:>10} {:>10} {:>8} {:>8} {:>8} | per increment, µs: {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}",
         "durability",
         "order",
         "total ms",
@@ -156,19 +184,24 @@ fn main() {
         "append",
         "sync",
         "memst",
-        "mvcc"
+        "mvcc",
+        "batch"
     );
     let mut summary = Vec::new();
-    for (i, (durability, order)) in configs.iter().enumerate() {
+    for (i, (durability, order, rmw)) in configs.iter().enumerate() {
+        let order = match rmw {
+            PerCall => format!("{order:?}"),
+            Combined => "Combined".to_string(),
+        };
         // The round with the median total time, so one noisy round does not decide.
         let runs = &mut outcomes[i];
         runs.sort_by_key(|o| o.total);
         let o = &runs[runs.len() / 2];
         let per = |d: Duration| d.as_secs_f64() * 1e6 / o.count as f64;
         println!(
-            "{:<9} {:<10} {:>10.0} {:>10.0} {:>8} {:>8} {:>8} | {:>26.1} {:>6.1} {:>6.1} {:>6.1} {:>6.1}",
+            "{:<9} {:<10} {:>10.0} {:>10.0} {:>8} {:>8} {:>8} | {:>26.1} {:>6.1} {:>6.1} {:>6.1} {:>6.1} {:>6.1}",
             format!("{durability:?}"),
-            format!("{order:?}"),
+            order,
             o.total.as_secs_f64() * 1e3,
             o.count as f64 / o.total.as_secs_f64(),
             o.latency_us.value_at_quantile(0.75),
@@ -179,6 +212,7 @@ fn main() {
             per(o.stages[2]),
             per(o.stages[3]),
             per(o.stages[4]),
+            o.batch,
         );
         summary.push((
             o.total.as_secs_f64(),
@@ -187,7 +221,7 @@ fn main() {
         ));
     }
     println!(
-        "(stage times are summed over threads and divided by increments: time each increment spent there)"
+        "(stage times are summed over threads and divided by increments: time each increment spent there; batch: increments per WAL entry)"
     );
     println!("(the seed, HBase 1.x → 2.0: total 74.5 s → 56.6 s (0.76), p99 0.71)");
     for (name, new, legacy) in [("SyncWal", 0, 1), ("FsyncWal", 2, 3)] {
@@ -206,4 +240,18 @@ fn main() {
         figure("increment_new_vs_legacy_p99", summary[0].1 / summary[1].1)
     );
     println!("{}", figure("increment_per_s_syncwal", summary[0].2));
+    println!(
+        "{}",
+        figure(
+            "increment_combined_vs_per_call_syncwal",
+            summary[4].2 / summary[0].2
+        )
+    );
+    println!(
+        "{}",
+        figure(
+            "increment_combined_vs_per_call_fsyncwal",
+            summary[5].2 / summary[2].2
+        )
+    );
 }

@@ -54,8 +54,8 @@ pub use keel_blockcache::{AreaKind, PoolKind};
 pub use keel_storefile::{BloomType, Compression, WriterOptions};
 pub use limits::{CompactionThroughput, RegionLimits};
 pub use region::{
-    BlockReads, CompactionOutcome, Durability, FamilyFiles, FamilyOptions, Region, RegionStats,
-    WriteOrder, WriteTimings,
+    BlockReads, CompactionOutcome, Durability, FamilyFiles, FamilyOptions, ReadModifyWrites,
+    Region, RegionStats, WriteOrder, WriteTimings,
 };
 pub use scan::Scan;
 pub use scanner::RegionScanner;

@@ -44,6 +44,10 @@ pub struct RegionStats {
     pub skipped_replay_cells: u64,
     /// Store files the manifest lists for a family the region does not have, skipped at open.
     pub skipped_files: u64,
+    /// Batches of combined increments and appends written ([`super::ReadModifyWrites`]).
+    pub rmw_batches: u64,
+    /// Increments and appends written in those batches (over `rmw_batches`: the mean batch).
+    pub rmw_batched_operations: u64,
 }
 
 #[derive(Debug, Default)]
@@ -66,6 +70,8 @@ pub(crate) struct Counters {
     compaction_throttled_nanos: AtomicU64,
     pub(crate) skipped_replay_cells: AtomicU64,
     pub(crate) skipped_files: AtomicU64,
+    rmw_batches: AtomicU64,
+    rmw_batched_operations: AtomicU64,
 }
 
 impl Counters {
@@ -73,6 +79,12 @@ impl Counters {
         self.blocked_writes.fetch_add(1, Ordering::Relaxed);
         self.blocked_nanos
             .fetch_add(waited.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_rmw_batch(&self, operations: usize) {
+        self.rmw_batches.fetch_add(1, Ordering::Relaxed);
+        self.rmw_batched_operations
+            .fetch_add(operations as u64, Ordering::Relaxed);
     }
 
     pub(crate) fn record_compaction(&self, outcome: &CompactionOutcome, major: bool) {
@@ -111,6 +123,8 @@ impl Counters {
             compaction_throttled: Duration::from_nanos(load(&self.compaction_throttled_nanos)),
             skipped_replay_cells: load(&self.skipped_replay_cells),
             skipped_files: load(&self.skipped_files),
+            rmw_batches: load(&self.rmw_batches),
+            rmw_batched_operations: load(&self.rmw_batched_operations),
         }
     }
 }

@@ -23,6 +23,7 @@ use crate::matcher::FamilyRules;
 mod apply;
 mod checked;
 mod close;
+mod combine;
 mod compaction;
 mod counters;
 mod flush;
@@ -116,6 +117,19 @@ pub enum WriteOrder {
     Legacy,
 }
 
+/// How a region runs concurrent increments and appends of one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadModifyWrites {
+    /// Combined: while one writer holds the row, the others of the row queue their operations,
+    /// and it applies them in order and writes them in one WAL entry, each keeping its own cell
+    /// and result (Keel's; see `combine.rs`). Saves a row-lock hand-off per operation.
+    #[default]
+    Combined,
+    /// Each operation takes the row's lock in turn and writes its own WAL entry (HBase's way,
+    /// kept for the HBASE-15158 comparison, which measured it).
+    PerCall,
+}
+
 /// Where one write's time went (the HBASE-15158 stages).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteTimings {
@@ -162,6 +176,9 @@ pub struct Region {
     /// to apply ([`apply`]).
     applying: apply::ApplyQueue,
     locks: RowLocks,
+    /// The rows whose increments and appends are being combined, with their queues.
+    rmw_queues: combine::RmwQueues,
+    read_modify_writes: ReadModifyWrites,
     /// Writers hold it shared from MVCC begin to memstore insert; a flush takes it exclusively
     /// to snapshot, so every edit up to the flush's sequence id is in the snapshot.
     updates: RwLock<()>,
@@ -301,6 +318,17 @@ impl Region {
     pub fn with_write_order(mut self, order: WriteOrder) -> Region {
         self.order = order;
         self
+    }
+
+    /// The same region running increments and appends `mode`.
+    pub fn with_read_modify_writes(mut self, mode: ReadModifyWrites) -> Region {
+        self.read_modify_writes = mode;
+        self
+    }
+
+    /// How this region runs increments and appends.
+    pub fn read_modify_writes(&self) -> ReadModifyWrites {
+        self.read_modify_writes
     }
 
     /// The order this region's writes follow.

@@ -178,6 +178,8 @@ impl Region {
             flushing: Mutex::new(()),
             compacting: Mutex::new(()),
             order: WriteOrder::default(),
+            rmw_queues: super::combine::RmwQueues::default(),
+            read_modify_writes: super::ReadModifyWrites::default(),
             default_durability: AtomicU8::new(durability_code(Durability::SyncWal)),
             state: AtomicU8::new(OPEN),
             limits: RegionLimits::default(),

@@ -5,7 +5,8 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use keel_cell::{Cell, escape_bytes};
 
-use super::{Durability, Region, WriteOrder, WriteTimings};
+use super::combine::{RmwOp, RmwRequest};
+use super::{Durability, ReadModifyWrites, Region, WriteOrder, WriteTimings};
 use crate::error::RegionError;
 #[cfg(feature = "tracing")]
 use crate::trace::Printable;
@@ -16,7 +17,8 @@ impl Region {
     /// as 0) and returns the new value. Read-modify-write under the row's exclusive lock: the
     /// previous write to the row is visible before its lock was released, so the read needs no
     /// wait (the HBASE-8763 regression does not exist on this path). The new cell's timestamp is
-    /// max(old timestamp + 1, now).
+    /// max(old timestamp + 1, now). Concurrent increments and appends of one row are combined
+    /// unless the region runs them per call ([`ReadModifyWrites`]).
     pub fn increment(
         &self,
         row: &[u8],
@@ -26,21 +28,14 @@ impl Region {
         durability: Durability,
     ) -> Result<(i64, WriteTimings), RegionError> {
         let _span = span!(INFO, "region.increment", region = self.id, row = %Printable(row));
-        self.read_modify_write(row, family, qualifier, durability, |current| {
-            let old = match current {
-                None => 0,
-                Some(value) => {
-                    let bytes: [u8; 8] =
-                        value[..].try_into().map_err(|_| RegionError::NotACounter {
-                            row: escape_bytes(row),
-                            len: value.len(),
-                        })?;
-                    i64::from_be_bytes(bytes)
-                }
-            };
-            let new = old.wrapping_add(delta);
-            Ok((Bytes::copy_from_slice(&new.to_be_bytes()), new))
-        })
+        let (value, timings) =
+            self.rmw(row, family, qualifier, RmwOp::Increment(delta), durability)?;
+        // An increment's new value is always its 8 bytes.
+        let bytes: [u8; 8] = value[..].try_into().map_err(|_| RegionError::NotACounter {
+            row: escape_bytes(row),
+            len: value.len(),
+        })?;
+        Ok((i64::from_be_bytes(bytes), timings))
     }
 
     /// Appends `suffix` to the value at (row, family, qualifier) (absent is empty) and returns the
@@ -54,12 +49,8 @@ impl Region {
         durability: Durability,
     ) -> Result<(Bytes, WriteTimings), RegionError> {
         let _span = span!(INFO, "region.append", region = self.id, row = %Printable(row));
-        self.read_modify_write(row, family, qualifier, durability, |current| {
-            let mut value = current.map(|v| v.to_vec()).unwrap_or_default();
-            value.extend_from_slice(suffix);
-            let value = Bytes::from(value);
-            Ok((value.clone(), value))
-        })
+        let op = RmwOp::Append(Bytes::copy_from_slice(suffix));
+        self.rmw(row, family, qualifier, op, durability)
     }
 
     /// Appends to several columns of one row at once (HBase's `Append` with several columns,
@@ -156,20 +147,40 @@ impl Region {
         Ok(true)
     }
 
-    pub(super) fn read_modify_write<T>(
+    /// One column's read-modify-write: checked, then combined with the row's others in flight
+    /// or run under the row's lock alone, as the region runs them.
+    fn rmw(
         &self,
         row: &[u8],
         family: &[u8],
         qualifier: &[u8],
+        op: RmwOp,
         durability: Durability,
-        update: impl FnOnce(Option<&Bytes>) -> Result<(Bytes, T), RegionError>,
-    ) -> Result<(T, WriteTimings), RegionError> {
+    ) -> Result<(Bytes, WriteTimings), RegionError> {
         self.count_writes(1);
         self.check_family(family)?;
         self.check_resources()?;
+        let request = RmwRequest {
+            family: Bytes::copy_from_slice(family),
+            qualifier: Bytes::copy_from_slice(qualifier),
+            op,
+            durability,
+        };
+        match self.read_modify_writes {
+            ReadModifyWrites::Combined => self.combined_rmw(row, request),
+            ReadModifyWrites::PerCall => self.rmw_locked(row, &request),
+        }
+    }
+
+    /// A read-modify-write alone: takes the row's exclusive lock, reads, writes.
+    pub(super) fn rmw_locked(
+        &self,
+        row: &[u8],
+        request: &RmwRequest,
+    ) -> Result<(Bytes, WriteTimings), RegionError> {
         let (guard, timings) = self.lock_exclusive(Bytes::copy_from_slice(row))?;
-        let current = self.latest_for_update(row, family, qualifier)?;
-        let (value, result) = update(current.as_ref().map(|c| c.value()))?;
+        let current = self.latest_for_update(row, &request.family, &request.qualifier)?;
+        let value = request.op.apply(row, current.as_ref().map(|c| c.value()))?;
         let timestamp = current
             .as_ref()
             .map_or(i64::MIN, |c| c.timestamp().saturating_add(1))
@@ -177,15 +188,15 @@ impl Region {
         // A put after this increment must not get an older server timestamp (several
         // increments in one millisecond run the counter's timestamps ahead of the clock).
         self.last_server_ts.fetch_max(timestamp, Ordering::Relaxed);
-        let cell = Cell::builder(Bytes::copy_from_slice(row), Bytes::copy_from_slice(family))
-            .qualifier(Bytes::copy_from_slice(qualifier))
+        let cell = Cell::builder(Bytes::copy_from_slice(row), request.family.clone())
+            .qualifier(request.qualifier.clone())
             .timestamp(timestamp)
-            .value(value)
+            .value(value.clone())
             .build()
             .map_err(|e| RegionError::BadCell(e.to_string()))?;
         let write = self.check_write(vec![cell])?;
-        let timings = self.write_locked(write, durability, timings, guard)?;
-        Ok((result, timings))
+        let timings = self.write_locked(write, request.durability, timings, guard)?;
+        Ok((value, timings))
     }
 
     /// A read-modify-write's column must be of one of the region's families (HBase's

@@ -715,6 +715,7 @@ impl State {
         )?;
         Ok(region
             .with_write_order(self.options.write_order)
+            .with_read_modify_writes(self.options.read_modify_writes)
             .with_default_durability(self.effective_durability(entry))
             .with_limits(self.options.limits)
             .with_account(Arc::clone(&self.account)))

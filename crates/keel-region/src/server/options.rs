@@ -10,7 +10,7 @@ use keel_wal::WalOptions;
 use crate::compaction_policy::CompactionPolicy;
 use crate::error::RegionError;
 use crate::limits::{CompactionThroughput, RegionLimits};
-use crate::region::{Durability, WriteOrder};
+use crate::region::{Durability, ReadModifyWrites, WriteOrder};
 
 /// How a [`super::Engine`] runs. Keys are HBase's where HBase has one.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +22,9 @@ pub struct EngineOptions {
     pub default_durability: Durability,
     /// The write path's order (HBASE-15158's by default).
     pub write_order: WriteOrder,
+    /// How concurrent increments and appends of one row run: combined (Keel's default) or each
+    /// under the row lock in turn (HBase's).
+    pub read_modify_writes: ReadModifyWrites,
     /// The shared WAL's settings.
     pub wal: WalOptions,
     /// Every region's limits: flush size (128 MiB), block multiplier (4), blocking store files
@@ -110,6 +113,7 @@ impl Default for EngineOptions {
         EngineOptions {
             default_durability: Durability::SyncWal,
             write_order: WriteOrder::Reordered,
+            read_modify_writes: ReadModifyWrites::Combined,
             wal: WalOptions::default(),
             block_cache_bytes: 256 << 20,
             block_cache_kind: BlockCacheKind::Lru,
