@@ -95,6 +95,8 @@ fn every_increment_of_a_hot_row_gets_its_own_value_and_keeps_its_own_version() {
             "{mode:?}: timestamps must rise with every increment"
         );
         let stats = region.stats();
+        // Each increment counts its read, combined or not (and so does the get above).
+        assert_eq!(stats.read_requests, total as u64 + 1, "{mode:?}");
         match mode {
             ReadModifyWrites::Combined => {
                 assert_eq!(stats.rmw_batched_operations, total as u64);

@@ -26,7 +26,9 @@
 //!
 //! Bounds: a batch is at most [`MAX_BATCH`] operations and one WAL entry (the rest wait for the
 //! next batch). A combiner writes at most [`MAX_ROUNDS`] batches, then hands the role to the
-//! oldest waiter, so that its own caller is not kept by a row that never goes quiet.
+//! oldest waiter, so that its own caller is not kept by a row that never goes quiet. Should a
+//! combiner panic (a bug), its batch's unanswered writers run alone and the row passes on
+//! ([`InFlight`]): nobody waits forever.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -106,23 +108,65 @@ enum Outcome {
 struct Waiter {
     request: RmwRequest,
     queued_at: Instant,
-    outcome: Mutex<Option<Outcome>>,
+    /// How many times it was told something, and what it has not yet taken.
+    outcome: Mutex<(u64, Option<Outcome>)>,
     told: Condvar,
 }
 
 impl Waiter {
+    fn new(request: RmwRequest) -> Waiter {
+        Waiter {
+            request,
+            queued_at: Instant::now(),
+            outcome: Mutex::new((0, None)),
+            told: Condvar::new(),
+        }
+    }
+
     fn tell(&self, outcome: Outcome) {
-        *self.outcome.lock() = Some(outcome);
+        let mut slot = self.outcome.lock();
+        slot.0 += 1;
+        slot.1 = Some(outcome);
+        drop(slot);
         self.told.notify_one();
     }
 
+    fn tells(&self) -> u64 {
+        self.outcome.lock().0
+    }
+
     fn wait(&self) -> Outcome {
-        let mut outcome = self.outcome.lock();
+        let mut slot = self.outcome.lock();
         loop {
-            if let Some(told) = outcome.take() {
+            if let Some(told) = slot.1.take() {
                 return told;
             }
-            self.told.wait(&mut outcome);
+            self.told.wait(&mut slot);
+        }
+    }
+}
+
+/// A combiner's batch in flight: should the combiner panic (a bug), the writers of the batch
+/// not yet answered run alone and the row's combining passes on, rather than wait forever.
+struct InFlight<'a> {
+    queues: &'a RmwQueues,
+    row: &'a Bytes,
+    /// The batch's other writers, with how many times each had been told when it began.
+    members: Vec<(Arc<Waiter>, u64)>,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for (waiter, tells) in &self.members {
+            if waiter.tells() == *tells {
+                waiter.tell(Outcome::Alone);
+            }
+        }
+        if let Some(next) = self.queues.hand_on(self.row, Vec::new()) {
+            next.tell(Outcome::Combine);
         }
     }
 }
@@ -221,12 +265,7 @@ impl Region {
         request: RmwRequest,
     ) -> Result<(Bytes, WriteTimings), RegionError> {
         let row = Bytes::copy_from_slice(row);
-        let own = Arc::new(Waiter {
-            request,
-            queued_at: Instant::now(),
-            outcome: Mutex::new(None),
-            told: Condvar::new(),
-        });
+        let own = Arc::new(Waiter::new(request));
         let mut combining = self.rmw_queues.join(&row, &own);
         loop {
             if combining {
@@ -248,7 +287,17 @@ impl Region {
             let Some(batch) = self.rmw_queues.next_batch(row, carried) else {
                 return;
             };
+            let in_flight = InFlight {
+                queues: &self.rmw_queues,
+                row,
+                members: batch
+                    .iter()
+                    .filter(|w| !Arc::ptr_eq(w, own))
+                    .map(|w| (Arc::clone(w), w.tells()))
+                    .collect(),
+            };
             carried = self.write_batch(row, batch, own);
+            drop(in_flight);
         }
         if let Some(next) = self.rmw_queues.hand_on(row, carried) {
             next.tell(Outcome::Combine);
@@ -279,6 +328,9 @@ impl Region {
         let mut members: Vec<(Arc<Waiter>, Bytes)> = Vec::with_capacity(batch.len());
         let mut durability = Durability::SkipWal;
         let mut deferred = Vec::new();
+        // Every operation counts as a read request, as on the per-call path, though the batch
+        // reads each column once (`column` below counts those).
+        let operations = batch.len();
         let mut batch = batch.into_iter();
         while let Some(waiter) = batch.next() {
             let request = &waiter.request;
@@ -336,6 +388,10 @@ impl Region {
             cells.push(cell);
             members.push((waiter, value));
         }
+        let served = operations - deferred.len();
+        self.counters
+            .read_requests
+            .add(served.saturating_sub(columns.len()) as u64);
         if cells.is_empty() {
             return deferred;
         }
@@ -413,5 +469,61 @@ fn fail_unlogged(waiters: Vec<Arc<Waiter>>, own: &Arc<Waiter>, error: RegionErro
             Some(error) => waiter.tell(Outcome::Done(Err(error))),
             None => waiter.tell(Outcome::Alone),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiter() -> Arc<Waiter> {
+        Arc::new(Waiter::new(RmwRequest {
+            family: Bytes::from_static(b"f"),
+            qualifier: Bytes::from_static(b"q"),
+            op: RmwOp::Increment(1),
+            durability: Durability::SyncWal,
+        }))
+    }
+
+    #[test]
+    fn a_combiner_that_panics_lets_its_batch_run_alone_and_hands_the_row_on() {
+        let queues = RmwQueues::default();
+        let row = Bytes::from_static(b"row");
+        let (own, first, second, late) = (waiter(), waiter(), waiter(), waiter());
+        assert!(queues.join(&row, &own), "the first writer combines");
+        assert!(!queues.join(&row, &first));
+        assert!(!queues.join(&row, &second));
+        let batch = queues
+            .next_batch(&row, vec![Arc::clone(&own)])
+            .expect("batch");
+        assert_eq!(batch.len(), 3);
+        // `first` is answered before the panic; `second` is not.
+        first.tell(Outcome::Done(Ok((Bytes::new(), WriteTimings::default()))));
+        first.wait();
+        assert!(
+            !queues.join(&row, &late),
+            "joins the row's queue behind the batch"
+        );
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _in_flight = InFlight {
+                queues: &queues,
+                row: &row,
+                members: [&first, &second]
+                    .into_iter()
+                    .map(|w| (Arc::clone(w), 0))
+                    .collect(),
+            };
+            panic!("a bug in the batch");
+        }));
+        assert!(panicked.is_err());
+        assert_eq!(first.tells(), 1, "an answered writer is not told again");
+        assert!(matches!(second.wait(), Outcome::Alone));
+        assert!(matches!(late.wait(), Outcome::Combine), "the row passes on");
+        // The new combiner finds its queue empty and ends the row's combining.
+        assert!(queues.next_batch(&row, Vec::new()).is_none());
+        assert!(
+            queues.join(&row, &waiter()),
+            "the next writer combines anew"
+        );
     }
 }
