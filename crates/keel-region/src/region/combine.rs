@@ -22,7 +22,7 @@
 //! that fails before the WAL has its entry (the row lock timed out, the region started closing, a
 //! read failed) logged nothing: the combiner's own operation gets the error, and every other
 //! member runs again alone on the per-call path, where it meets its own outcome. A batch the WAL
-//! failed fails every member, as a failed batch mini-batch does.
+//! failed fails every member, as a failed mini-batch of `Region::batch` does.
 //!
 //! Bounds: a batch is at most [`MAX_BATCH`] operations and one WAL entry (the rest wait for the
 //! next batch). A combiner writes at most [`MAX_ROUNDS`] batches, then hands the role to the
