@@ -23,6 +23,13 @@ use keel_region::matcher::ReadQuery;
 use keel_region::{Durability, FamilyOptions, Region, RegionError};
 use keel_wal::{Wal, WalOptions};
 
+/// The levels the mixed-level models' three writers write at.
+const LEVELS: [Durability; 3] = [
+    Durability::SyncWal,
+    Durability::FsyncWal,
+    Durability::SkipWal,
+];
+
 fn iterations() -> usize {
     keel_testkit::model_iterations(200)
 }
@@ -135,12 +142,7 @@ fn a_close_keeps_every_acknowledged_write_and_refuses_the_rest() {
 fn writers_at_mixed_levels_see_their_writes_at_once() {
     let fault = FaultFs::new();
     let (_wal, region) = open(Arc::new(fault));
-    let levels = [
-        Durability::SyncWal,
-        Durability::FsyncWal,
-        Durability::SkipWal,
-    ];
-    let writers: Vec<_> = levels
+    let writers: Vec<_> = LEVELS
         .into_iter()
         .enumerate()
         .map(|(w, level)| {
@@ -184,12 +186,7 @@ fn acknowledged_writes_are_visible_at_once_at_every_level() {
 fn combined_increments_of_one_row() {
     let fault = FaultFs::new();
     let (_wal, region) = open(Arc::new(fault));
-    let levels = [
-        Durability::SyncWal,
-        Durability::FsyncWal,
-        Durability::SkipWal,
-    ];
-    let writers: Vec<_> = levels
+    let writers: Vec<_> = LEVELS
         .into_iter()
         .map(|level| {
             let region = Arc::clone(&region);

@@ -35,6 +35,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use keel_cell::{Cell, escape_bytes};
+use keel_sync::atomic::{AtomicU64, Ordering};
 use keel_sync::{Arc, Condvar, Mutex};
 
 use super::{Durability, Region, WriteTimings};
@@ -108,8 +109,10 @@ enum Outcome {
 struct Waiter {
     request: RmwRequest,
     queued_at: Instant,
-    /// How many times it was told something, and what it has not yet taken.
-    outcome: Mutex<(u64, Option<Outcome>)>,
+    /// How many times it was told something (read without the lock by [`InFlight`]).
+    tells: AtomicU64,
+    /// What it was told and has not yet taken.
+    outcome: Mutex<Option<Outcome>>,
     told: Condvar,
 }
 
@@ -118,27 +121,28 @@ impl Waiter {
         Waiter {
             request,
             queued_at: Instant::now(),
-            outcome: Mutex::new((0, None)),
+            tells: AtomicU64::new(0),
+            outcome: Mutex::new(None),
             told: Condvar::new(),
         }
     }
 
     fn tell(&self, outcome: Outcome) {
         let mut slot = self.outcome.lock();
-        slot.0 += 1;
-        slot.1 = Some(outcome);
+        self.tells.fetch_add(1, Ordering::Relaxed);
+        *slot = Some(outcome);
         drop(slot);
         self.told.notify_one();
     }
 
     fn tells(&self) -> u64 {
-        self.outcome.lock().0
+        self.tells.load(Ordering::Relaxed)
     }
 
     fn wait(&self) -> Outcome {
         let mut slot = self.outcome.lock();
         loop {
-            if let Some(told) = slot.1.take() {
+            if let Some(told) = slot.take() {
                 return told;
             }
             self.told.wait(&mut slot);
