@@ -14,8 +14,9 @@ use crate::limits::{CellLimits, check_family_len, check_row_len};
 
 /// One versioned value (or delete marker) of one column of one row.
 ///
-/// Every field is a [`Bytes`], so cells decoded from a shared buffer (a WAL entry, a store-file
-/// block) slice it instead of copying. A `Cell` always satisfies the data model's rules: a
+/// The key's row, family and qualifier share one [`Bytes`] and the value has its own, so a cell
+/// decoded from a shared buffer (a WAL entry, a store-file block) slices it instead of copying,
+/// and cloning a cell counts two references. A `Cell` always satisfies the data model's rules: a
 /// non-empty row of at most [`crate::MAX_ROW_LEN`] bytes, a non-empty family of at most
 /// [`crate::MAX_FAMILY_LEN`] bytes, a storable type, and an encoded size within the
 /// [`CellLimits`] it was built or decoded with.
@@ -122,24 +123,9 @@ impl Cell {
         }
     }
 
-    /// Checks every rule a stored cell must satisfy. Shared by the builder and the decoder so
-    /// both accept exactly the same cells.
-    pub(crate) fn validate(
-        key: &CellKey,
-        value_len: usize,
-        limits: &CellLimits,
-    ) -> Result<(), CellError> {
-        Cell::validate_fields(
-            &key.row,
-            &key.family,
-            key.qualifier.len(),
-            key.cell_type,
-            value_len,
-            limits,
-        )
-    }
-
-    /// [`Cell::validate`] over borrowed fields (the decoders check a cell before slicing it).
+    /// Checks every rule a stored cell must satisfy, over borrowed fields: shared by the builder
+    /// and the decoders (which check a cell before slicing it), so both accept exactly the same
+    /// cells.
     pub(crate) fn validate_fields(
         row: &[u8],
         family: &[u8],
@@ -175,9 +161,9 @@ impl Cell {
     /// This cell's fields borrowed: the form the borrowed read paths compare and hand out.
     pub fn borrowed(&self) -> CellRef<'_> {
         CellRef {
-            row: &self.key.row,
-            family: &self.key.family,
-            qualifier: &self.key.qualifier,
+            coords: self.key.coordinates(),
+            row_len: self.key.row().len(),
+            family_len: self.key.family().len(),
             timestamp: self.key.timestamp,
             cell_type: self.key.cell_type,
             sequence_id: self.key.sequence_id,
@@ -191,18 +177,36 @@ impl Cell {
     }
 
     /// The row.
-    pub fn row(&self) -> &Bytes {
-        &self.key.row
+    #[inline]
+    pub fn row(&self) -> &[u8] {
+        self.key.row()
     }
 
     /// The column family.
-    pub fn family(&self) -> &Bytes {
-        &self.key.family
+    #[inline]
+    pub fn family(&self) -> &[u8] {
+        self.key.family()
     }
 
     /// The column qualifier.
-    pub fn qualifier(&self) -> &Bytes {
-        &self.key.qualifier
+    #[inline]
+    pub fn qualifier(&self) -> &[u8] {
+        self.key.qualifier()
+    }
+
+    /// The row as [`Bytes`] sharing the cell's buffer ([`CellKey::row_bytes`]).
+    pub fn row_bytes(&self) -> Bytes {
+        self.key.row_bytes()
+    }
+
+    /// The column family as [`Bytes`] sharing the cell's buffer.
+    pub fn family_bytes(&self) -> Bytes {
+        self.key.family_bytes()
+    }
+
+    /// The column qualifier as [`Bytes`] sharing the cell's buffer.
+    pub fn qualifier_bytes(&self) -> Bytes {
+        self.key.qualifier_bytes()
     }
 
     /// Milliseconds since the epoch, or [`LATEST_TIMESTAMP`] until the region assigns one.
@@ -321,15 +325,22 @@ impl CellBuilder {
 
     /// Checks every rule and returns the cell, or the first rule it breaks.
     pub fn build(self) -> Result<Cell, CellError> {
-        let key = CellKey {
-            row: self.row,
-            family: self.family,
-            qualifier: self.qualifier,
-            timestamp: self.timestamp,
-            cell_type: self.cell_type,
-            sequence_id: self.sequence_id,
-        };
-        Cell::validate(&key, self.value.len(), &self.limits)?;
+        Cell::validate_fields(
+            &self.row,
+            &self.family,
+            self.qualifier.len(),
+            self.cell_type,
+            self.value.len(),
+            &self.limits,
+        )?;
+        let key = CellKey::joined(
+            self.row,
+            &self.family,
+            &self.qualifier,
+            self.timestamp,
+            self.cell_type,
+            self.sequence_id,
+        );
         Ok(Cell {
             key,
             value: self.value,
@@ -346,11 +357,7 @@ mod tests {
     fn shortcuts_set_type_and_fields() {
         let put = Cell::put("r", "f", "q", 5, "v").unwrap();
         assert_eq!(
-            (
-                put.row().as_ref(),
-                put.family().as_ref(),
-                put.qualifier().as_ref()
-            ),
+            (put.row(), put.family(), put.qualifier()),
             (&b"r"[..], &b"f"[..], &b"q"[..])
         );
         assert_eq!(
@@ -457,6 +464,14 @@ mod tests {
             Cell::put("r", "f", "", 0, big),
             Err(CellError::CellTooLarge { .. })
         ));
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_cell_is_two_bytes_handles_and_its_fixed_fields() {
+        // The scanners move cells by value at every step: the size is a cost (docs/cell.md).
+        assert_eq!(size_of::<CellKey>(), 64);
+        assert_eq!(size_of::<Cell>(), 96);
     }
 
     #[test]

@@ -32,9 +32,10 @@ use crate::limits::CellLimits;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CellRef<'a> {
-    pub(crate) row: &'a [u8],
-    pub(crate) family: &'a [u8],
-    pub(crate) qualifier: &'a [u8],
+    /// Row, family and qualifier, back to back (as a [`CellKey`] holds them).
+    pub(crate) coords: &'a [u8],
+    pub(crate) row_len: usize,
+    pub(crate) family_len: usize,
     pub(crate) timestamp: i64,
     pub(crate) cell_type: CellType,
     pub(crate) sequence_id: u64,
@@ -51,9 +52,9 @@ impl<'a> CellRef<'a> {
     ) -> Result<(CellRef<'a>, usize), DecodeError> {
         let at = layout(buf, offset, limits)?;
         let cell = CellRef {
-            row: &buf[at.row],
-            family: &buf[at.family],
-            qualifier: &buf[at.qualifier],
+            coords: &buf[at.row.start..at.qualifier.end],
+            row_len: at.row.len(),
+            family_len: at.family.len(),
             timestamp: at.timestamp,
             cell_type: at.cell_type,
             sequence_id: at.sequence_id,
@@ -64,17 +65,17 @@ impl<'a> CellRef<'a> {
 
     /// The row.
     pub fn row(&self) -> &'a [u8] {
-        self.row
+        &self.coords[..self.row_len]
     }
 
     /// The column family.
     pub fn family(&self) -> &'a [u8] {
-        self.family
+        &self.coords[self.row_len..self.row_len + self.family_len]
     }
 
     /// The qualifier.
     pub fn qualifier(&self) -> &'a [u8] {
-        self.qualifier
+        &self.coords[self.row_len + self.family_len..]
     }
 
     /// The timestamp.
@@ -100,9 +101,9 @@ impl<'a> CellRef<'a> {
     /// The key's fields, for comparisons.
     pub fn key_parts(&self) -> KeyParts<'a> {
         KeyParts {
-            row: self.row,
-            family: self.family,
-            qualifier: self.qualifier,
+            row: self.row(),
+            family: self.family(),
+            qualifier: self.qualifier(),
             timestamp: self.timestamp,
             type_code: self.cell_type.code(),
             sequence_id: self.sequence_id,
@@ -117,14 +118,7 @@ impl<'a> CellRef<'a> {
     /// An owned copy of the cell.
     pub fn to_cell(&self) -> Cell {
         Cell {
-            key: CellKey {
-                row: Bytes::copy_from_slice(self.row),
-                family: Bytes::copy_from_slice(self.family),
-                qualifier: Bytes::copy_from_slice(self.qualifier),
-                timestamp: self.timestamp,
-                cell_type: self.cell_type,
-                sequence_id: self.sequence_id,
-            },
+            key: self.key_with(Bytes::copy_from_slice(self.coords)),
             value: Bytes::copy_from_slice(self.value),
         }
     }
@@ -133,15 +127,20 @@ impl<'a> CellRef<'a> {
     /// (as [`Bytes::slice_ref`] requires; it panics otherwise).
     pub fn slice_cell(&self, buf: &Bytes) -> Cell {
         Cell {
-            key: CellKey {
-                row: buf.slice_ref(self.row),
-                family: buf.slice_ref(self.family),
-                qualifier: buf.slice_ref(self.qualifier),
-                timestamp: self.timestamp,
-                cell_type: self.cell_type,
-                sequence_id: self.sequence_id,
-            },
+            key: self.key_with(buf.slice_ref(self.coords)),
             value: buf.slice_ref(self.value),
         }
+    }
+
+    /// This cell's key with `coords` (holding the same bytes as `self.coords`) as its storage.
+    fn key_with(&self, coords: Bytes) -> CellKey {
+        CellKey::from_coords(
+            coords,
+            self.row_len,
+            self.family_len,
+            self.timestamp,
+            self.cell_type,
+            self.sequence_id,
+        )
     }
 }

@@ -44,11 +44,7 @@ impl Cell {
     /// Bytes this cell takes when encoded; also the size checked against
     /// [`CellLimits::max_cell_size`].
     pub fn encoded_len(&self) -> usize {
-        CELL_HEADER_LEN
-            + self.key.row.len()
-            + self.key.family.len()
-            + self.key.qualifier.len()
-            + self.value.len()
+        CELL_HEADER_LEN + self.key.coordinates().len() + self.value.len()
     }
 
     /// Appends the encoded cell to `out`.
@@ -58,16 +54,14 @@ impl Cell {
     pub fn encode(&self, out: &mut impl BufMut) {
         let key = &self.key;
         // The casts cannot truncate: construction and decoding both enforce these bounds.
-        out.put_u16_le(key.row.len() as u16);
-        out.put_u8(key.family.len() as u8);
+        out.put_u16_le(key.row().len() as u16);
+        out.put_u8(key.family().len() as u8);
         out.put_u8(key.cell_type.code());
-        out.put_u32_le(key.qualifier.len() as u32);
+        out.put_u32_le(key.qualifier().len() as u32);
         out.put_u32_le(self.value.len() as u32);
         out.put_i64_le(key.timestamp);
         out.put_u64_le(key.sequence_id);
-        out.put_slice(&key.row);
-        out.put_slice(&key.family);
-        out.put_slice(&key.qualifier);
+        out.put_slice(key.coordinates());
         out.put_slice(&self.value);
     }
 
@@ -180,17 +174,7 @@ impl Reader<'_> {
         let at = layout(self.buf, self.pos, limits)?;
         self.pos = at.end;
         let buf = self.buf;
-        Ok(Cell {
-            key: CellKey {
-                row: buf.slice(at.row),
-                family: buf.slice(at.family),
-                qualifier: buf.slice(at.qualifier),
-                timestamp: at.timestamp,
-                cell_type: at.cell_type,
-                sequence_id: at.sequence_id,
-            },
-            value: buf.slice(at.value),
-        })
+        Ok(at.slice_cell(buf))
     }
 }
 
@@ -206,6 +190,25 @@ pub(crate) struct Layout {
     pub(crate) sequence_id: u64,
     /// Just past the cell.
     pub(crate) end: usize,
+}
+
+impl Layout {
+    /// The cell these ranges describe, slicing `buf` (the buffer they were parsed from): one
+    /// slice for the row, family and qualifier, which lie back to back, and one for the value.
+    pub(crate) fn slice_cell(&self, buf: &Bytes) -> Cell {
+        let key = CellKey::from_coords(
+            buf.slice(self.row.start..self.qualifier.end),
+            self.row.len(),
+            self.family.len(),
+            self.timestamp,
+            self.cell_type,
+            self.sequence_id,
+        );
+        Cell {
+            key,
+            value: buf.slice(self.value.clone()),
+        }
+    }
 }
 
 /// Parses and checks the cell encoded at `start` in `buf` (untrusted: every length is checked

@@ -51,7 +51,7 @@ pub use codec::{
     encoded_batch_len,
 };
 pub use error::{CellError, DecodeError, escape_bytes};
-pub use key::{CellKey, KeyParts, LATEST_TIMESTAMP, compare_bytes};
+pub use key::{CellKey, KeyParts, LATEST_TIMESTAMP, compare_bytes, same_bytes};
 pub use limits::{CellLimits, MAX_ENCODED_CELL_LEN, MAX_FAMILY_LEN, MAX_ROW_LEN};
 
 /// The crate README's example, compiled and run as a doctest.

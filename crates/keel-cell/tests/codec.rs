@@ -107,8 +107,8 @@ proptest! {
 fn check_decodes_or_errors(buf: &Bytes) {
     if let Ok(cells) = decode_batch(buf, &CellLimits::default()) {
         for cell in &cells {
-            let rebuilt = Cell::builder(cell.row().clone(), cell.family().clone())
-                .qualifier(cell.qualifier().clone())
+            let rebuilt = Cell::builder(cell.row_bytes(), cell.family_bytes())
+                .qualifier(cell.qualifier_bytes())
                 .timestamp(cell.timestamp())
                 .cell_type(cell.cell_type())
                 .sequence_id(cell.sequence_id())

@@ -32,7 +32,7 @@ fn oracle(k: &CellKey) -> OracleKey {
 /// Seek keys of the four kinds, on a random cell's coordinates.
 fn seek_key() -> impl Strategy<Value = CellKey> {
     (strategies::cell(), 0u8..4).prop_map(|(c, kind)| {
-        let (row, family, qualifier) = (c.row().clone(), c.family().clone(), c.qualifier().clone());
+        let (row, family, qualifier) = (c.row_bytes(), c.family_bytes(), c.qualifier_bytes());
         match kind {
             0 => CellKey::first_on_row(row),
             1 => CellKey::last_on_row(row),
@@ -107,9 +107,9 @@ proptest! {
     #[test]
     fn seek_keys_bound_rows_and_columns(cell in strategies::cell()) {
         let key = cell.key();
-        prop_assert!(CellKey::first_on_row(key.row().clone()) < *key);
-        prop_assert!(CellKey::last_on_row(key.row().clone()) > *key);
-        let (r, f, q) = (key.row().clone(), key.family().clone(), key.qualifier().clone());
+        prop_assert!(CellKey::first_on_row(key.row_bytes()) < *key);
+        prop_assert!(CellKey::last_on_row(key.row_bytes()) > *key);
+        let (r, f, q) = (key.row_bytes(), key.family_bytes(), key.qualifier_bytes());
         prop_assert!(CellKey::first_on_column(r.clone(), f.clone(), q.clone()) <= *key);
         prop_assert!(CellKey::last_on_column(r, f, q) >= *key);
     }

@@ -87,7 +87,14 @@ impl Store for MemStore {
         bytes
     }
     fn get(&self, key: &CellKey) -> bool {
-        !MemStore::get(self, key.row(), key.family(), key.qualifier(), u64::MAX).is_empty()
+        !MemStore::get(
+            self,
+            &key.row_bytes(),
+            key.family(),
+            key.qualifier(),
+            u64::MAX,
+        )
+        .is_empty()
     }
 }
 
@@ -138,11 +145,7 @@ impl Store for BareSkipList {
 
 /// The seek key for `key`'s column.
 fn first_on_column_of(key: &CellKey) -> CellKey {
-    CellKey::first_on_column(
-        key.row().clone(),
-        key.family().clone(),
-        key.qualifier().clone(),
-    )
+    CellKey::first_on_column(key.row_bytes(), key.family_bytes(), key.qualifier_bytes())
 }
 
 fn make(kind: &str) -> Arc<dyn Store> {

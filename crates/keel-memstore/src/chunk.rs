@@ -117,7 +117,7 @@ impl Mslab {
     }
 
     /// Copies `parts` back to back into a chunk and returns them as one slice.
-    pub(crate) fn copy(&self, pool: &ChunkPool, parts: [&[u8]; 4], len: usize) -> Bytes {
+    pub(crate) fn copy(&self, pool: &ChunkPool, parts: [&[u8]; 2], len: usize) -> Bytes {
         let mut state = self.state.lock();
         let fits = state
             .current

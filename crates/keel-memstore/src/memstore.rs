@@ -205,15 +205,9 @@ impl MemStore {
     }
 
     /// Every version (and delete marker) of one column visible at `read_point`, newest first.
-    pub fn get(
-        &self,
-        row: &Bytes,
-        family: &Bytes,
-        qualifier: &Bytes,
-        read_point: u64,
-    ) -> Vec<Cell> {
-        let first = CellKey::first_on_column(row.clone(), family.clone(), qualifier.clone());
-        let last = CellKey::last_on_column(row.clone(), family.clone(), qualifier.clone());
+    pub fn get(&self, row: &Bytes, family: &[u8], qualifier: &[u8], read_point: u64) -> Vec<Cell> {
+        let first = CellKey::first_on_column(row.clone(), family, qualifier);
+        let last = CellKey::last_on_column(row.clone(), family, qualifier);
         self.scanner(first..=last, read_point).collect()
     }
 

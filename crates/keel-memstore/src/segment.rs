@@ -178,23 +178,13 @@ impl Segment {
         // Before the insert: a reader that can see the cell must find its row in the filter.
         self.rows.insert(row_hash(key.row()));
         let len = data_len(&key, &value);
-        let parts = [
-            key.row().as_ref(),
-            key.family().as_ref(),
-            key.qualifier().as_ref(),
-            value.as_ref(),
-        ];
+        let parts = [key.coordinates().as_ref(), value.as_ref()];
         let copy = match &self.mslab {
             Some(mslab) if len <= self.max_copied_cell => mslab.copy(pool, parts, len),
             _ => Bytes::from(parts.concat()),
         };
-        let (row_end, family_end) = (key.row().len(), key.row().len() + key.family().len());
-        let qualifier_end = family_end + key.qualifier().len();
-        let stored = key.with_storage(
-            copy.slice(..row_end),
-            copy.slice(row_end..family_end),
-            copy.slice(family_end..qualifier_end),
-        );
+        let qualifier_end = key.coordinates().len();
+        let stored = key.with_storage(copy.slice(..qualifier_end));
         // The copy holds the very bytes of the key, so `with_storage` accepts it; keeping the
         // original key is only a fallback that cannot lose data.
         let stored = stored.unwrap_or_else(|| key.clone());
@@ -260,7 +250,7 @@ impl Segment {
             Bound::Unbounded => true,
         };
         // Room for the whole batch at once: a scanner's first batch went into an empty queue
-        // that grew (and moved its 152-byte cells) three times on the way to 16.
+        // that grew (and moved its cells) three times on the way to 16.
         out.reserve(max);
         let guard = &epoch::pin();
         let mut entry = visible(self.first_entry(from, guard), read_point);
@@ -311,7 +301,7 @@ impl Segment {
         while let Some(current) = entry {
             let key = current.key().cell_key();
             if key.sequence_id() <= read_point {
-                return Some(key.row().clone());
+                return Some(key.row_bytes());
             }
             entry = current.prev();
         }

@@ -166,7 +166,7 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                 let expected: Vec<_> = oracle
                     .visible(read_point, None)
                     .into_iter()
-                    .filter(|(key, _)| key.row() == &row)
+                    .filter(|(key, _)| key.row() == row)
                     .collect();
                 let got: Vec<_> = memstore
                     .row_scanner(&row, read_point)
@@ -182,25 +182,25 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
             }
             Op::Backward { read_point, from } => {
                 let visible = oracle.visible(read_point, None);
-                let before = |row: Option<&Bytes>| {
+                let before = |row: Option<&[u8]>| {
                     visible
                         .iter()
                         .rev()
                         .find(|(key, _)| row.is_none_or(|r| key.row() < r))
-                        .map(|(key, _)| key.row().clone())
+                        .map(|(key, _)| key.row_bytes())
                 };
                 let mut expected = Vec::new();
                 let mut row = before(from.as_ref().map(CellKey::row));
                 while let Some(r) = row {
-                    expected.extend(visible.iter().filter(|(key, _)| key.row() == &r).cloned());
-                    row = before(Some(&r));
+                    expected.extend(visible.iter().filter(|(key, _)| key.row() == r).cloned());
+                    row = before(Some(r.as_ref()));
                 }
                 let mut scanner = memstore.scanner(.., read_point);
-                scanner.seek_before_row(from.as_ref().map(|f| &f.row()[..]));
+                scanner.seek_before_row(from.as_ref().map(|f| f.row()));
                 let mut got = Vec::new();
                 while let Some(first) = scanner.peek() {
-                    let row = first.row().clone();
-                    while scanner.peek().is_some_and(|c| c.row() == &row) {
+                    let row = first.row_bytes();
+                    while scanner.peek().is_some_and(|c| c.row() == row) {
                         got.push(scanner.next().expect("peeked").into_parts());
                     }
                     scanner.seek_before_row(Some(&row));

@@ -101,7 +101,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let last: Vec<Bytes> = users
         .scan(&reversed)?
         .iter()
-        .map(|cells| cells[0].row().clone())
+        .map(|cells| cells[0].row_bytes())
         .collect();
     if last != [&b"user0499"[..], b"user0498", b"user0497"] {
         return Err(format!("reversed scan: {last:?}").into());

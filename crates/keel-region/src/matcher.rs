@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellType};
+use keel_cell::{Cell, CellType, same_bytes};
 
 /// Per-family rules (HBase column-family attributes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +98,7 @@ impl ReadQuery {
         }
     }
 
-    fn wants(&self, family: &Bytes, qualifier: &Bytes) -> bool {
+    fn wants(&self, family: &[u8], qualifier: &[u8]) -> bool {
         match &self.columns {
             None => true,
             Some(columns) => columns
@@ -275,8 +275,8 @@ impl<'a> Matcher<'a> {
     /// Resets the trackers when `cell` starts a new (row, family) or a new column.
     fn enter(&mut self, cell: &Cell) {
         let same_group = self.in_group
-            && self.group_row[..] == cell.row()[..]
-            && self.group_family[..] == cell.family()[..];
+            && same_bytes(&self.group_row, cell.row())
+            && same_bytes(&self.group_family, cell.family());
         if !same_group {
             self.in_group = true;
             self.group_row.clear();
@@ -292,7 +292,7 @@ impl<'a> Matcher<'a> {
                 .unwrap_or_default();
             self.in_column = false;
         }
-        if !self.in_column || self.column[..] != cell.qualifier()[..] {
+        if !self.in_column || !same_bytes(&self.column, cell.qualifier()) {
             self.in_column = true;
             self.column.clear();
             self.column.extend_from_slice(cell.qualifier());

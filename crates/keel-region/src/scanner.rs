@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellKey};
+use keel_cell::{Cell, CellKey, same_bytes};
 use keel_storefile::{KeyValueScanner, MergeScanner};
 
 use crate::error::RegionError;
@@ -74,8 +74,8 @@ enum Finished {
     /// last version is this case, so it is the common one, and it saves three reference-count
     /// round trips on the cell's shared block).
     Kept,
-    /// (row, family, qualifier) of a finished column whose last cell was not kept.
-    Dropped(Bytes, Bytes, Bytes),
+    /// The key of a finished column's last cell, which was not kept.
+    Dropped(CellKey),
 }
 
 impl ColumnSkip {
@@ -89,11 +89,7 @@ impl ColumnSkip {
         self.done = Some(if kept {
             Finished::Kept
         } else {
-            Finished::Dropped(
-                cell.row().clone(),
-                cell.family().clone(),
-                cell.qualifier().clone(),
-            )
+            Finished::Dropped(cell.key().clone())
         });
     }
 
@@ -108,21 +104,21 @@ impl ColumnSkip {
         merge: &mut MergeScanner<'_>,
     ) -> Result<bool, RegionError> {
         let done = self.done.take();
-        let (row, family, qualifier) = match &done {
+        let finished = match &done {
             None => return Ok(false),
-            Some(Finished::Dropped(row, family, qualifier)) => (row, family, qualifier),
+            Some(Finished::Dropped(key)) => key,
             Some(Finished::Kept) => match last_kept {
-                Some(cell) => (cell.row(), cell.family(), cell.qualifier()),
+                Some(cell) => cell.key(),
                 None => return Ok(false),
             },
         };
-        if next.row() != row || next.family() != family || next.qualifier() != qualifier {
+        if !next.key().same_column(finished) {
             return Ok(false);
         }
         merge.reseek(&CellKey::last_on_column(
-            row.clone(),
-            family.clone(),
-            qualifier.clone(),
+            finished.row_bytes(),
+            finished.family(),
+            finished.qualifier(),
         ))?;
         Ok(true)
     }
@@ -183,7 +179,7 @@ impl RegionScanner {
             let Some(cell) = self.merge.peek() else {
                 return Ok(None);
             };
-            let row = cell.row().clone();
+            let row = cell.row_bytes();
             if self.scan.past_end(&row) {
                 return Ok(None);
             }
@@ -201,7 +197,7 @@ impl RegionScanner {
             if !std::mem::take(&mut self.moved_off_row) {
                 self.merge.seek_before_row(Some(row))?;
             }
-        } else if self.merge.peek().is_some_and(|c| c.row() == row) {
+        } else if self.merge.peek().is_some_and(|c| same_bytes(c.row(), row)) {
             self.merge.seek(&CellKey::last_on_row(row.clone()))?;
         }
         Ok(())
@@ -212,7 +208,7 @@ impl RegionScanner {
     fn read_row(&mut self, row: &Bytes) -> Result<Vec<Cell>, RegionError> {
         let mut out: Vec<Cell> = Vec::with_capacity(self.row_hint);
         self.draining = None;
-        while self.merge.peek().is_some_and(|c| c.row() == row) {
+        while self.merge.peek().is_some_and(|c| same_bytes(c.row(), row)) {
             let Some(cell) = self.merge.next()? else {
                 break;
             };
@@ -224,8 +220,8 @@ impl RegionScanner {
                 continue;
             }
             if let Some(draining) = &self.draining {
-                if cell.row() == &draining.row
-                    && cell.family() == &draining.family
+                if same_bytes(cell.row(), &draining.row)
+                    && same_bytes(cell.family(), &draining.family)
                     && cell.qualifier().is_empty()
                 {
                     self.matcher.admit(&cell);
@@ -301,8 +297,8 @@ impl RegionScanner {
     /// then seeks to `then`.
     fn drain_column(&mut self, cell: &Cell, then: Option<CellKey>) {
         self.draining = Some(Draining {
-            row: cell.row().clone(),
-            family: cell.family().clone(),
+            row: cell.row_bytes(),
+            family: cell.family_bytes(),
             then,
         });
     }
@@ -313,7 +309,7 @@ impl RegionScanner {
         let mut after = cell.family().to_vec();
         after.push(0);
         self.advance_to(&CellKey::first_on_column(
-            cell.row().clone(),
+            cell.row_bytes(),
             Bytes::from(after),
             Bytes::new(),
         ))

@@ -147,7 +147,7 @@ fn an_operations_error_is_its_own_and_the_batch_goes_on() {
     let value = |q: &str| {
         cells
             .iter()
-            .find(|c| c.qualifier().as_ref() == q.as_bytes())
+            .find(|c| c.qualifier() == q.as_bytes())
             .map(|c| c.value().clone())
             .expect("column")
     };

@@ -224,7 +224,7 @@ fn cmp_op(op: CompareOp, cell_vs_operand: std::cmp::Ordering) -> bool {
 
 /// Whether a stateless predicate passes `cell`.
 fn pass(f: &Filter, cell: &Cell) -> bool {
-    let q = &cell.qualifier()[..];
+    let q = cell.qualifier();
     match f {
         Filter::Row(o, c) => passes(*o, c, cell.row()),
         Filter::Prefix(p) => cell.row().starts_with(p),
@@ -292,7 +292,7 @@ fn columns(row: &[Cell]) -> Vec<Cell> {
 }
 
 fn is_column(c: &Cell, family: &[u8], qualifier: &[u8]) -> bool {
-    &c.family()[..] == family && &c.qualifier()[..] == qualifier
+    c.family() == family && c.qualifier() == qualifier
 }
 
 /// The filtered scan, from the unfiltered one (rows in scan order).

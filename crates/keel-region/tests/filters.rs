@@ -514,7 +514,7 @@ fn a_get_takes_a_filter_too() {
         .expect("get");
     let shown: Vec<(Bytes, Bytes)> = got
         .iter()
-        .map(|c| (c.qualifier().clone(), c.value().clone()))
+        .map(|c| (c.qualifier_bytes(), c.value().clone()))
         .collect();
     assert_eq!(
         shown,

@@ -359,7 +359,7 @@ fn major_compacted(
 fn visible(written: &[Cell], row: &str, query: &ReadQuery, rules: &FamilyRules) -> Vec<Cell> {
     let mut mine: Vec<Cell> = written
         .iter()
-        .filter(|c| &c.row()[..] == row.as_bytes())
+        .filter(|c| c.row() == row.as_bytes())
         .cloned()
         .collect();
     mine.reverse();

@@ -145,7 +145,7 @@ fn shown(rows: Vec<Vec<Cell>>) -> Vec<Vec<(Bytes, u8, u8)>> {
     rows.into_iter()
         .map(|r| {
             r.iter()
-                .map(|c| (c.row().clone(), c.qualifier()[0], c.value()[0]))
+                .map(|c| (c.row_bytes(), c.qualifier()[0], c.value()[0]))
                 .collect()
         })
         .collect()

@@ -966,7 +966,7 @@ impl Handler {
             match lent.scanner.next() {
                 Some(Ok(cells)) => {
                     size += result_size(&cells);
-                    let row = cells.first().map(|c| c.row().clone()).unwrap_or_default();
+                    let row = cells.first().map(|c| c.row_bytes()).unwrap_or_default();
                     out.push(row_result(row, &cells, lent.sort_columns));
                 }
                 Some(Err(e)) => {

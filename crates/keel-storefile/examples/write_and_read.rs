@@ -87,7 +87,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut scanner = reader.scanner();
     scanner.seek(&CellKey::first_on_row("user002001"))?;
     let next = scanner.next()?.ok_or("the seek ran off the end")?;
-    if &next.row()[..] != b"user002002" {
+    if next.row() != b"user002002" {
         return Err(format!("the seek landed on {:?}", next.row()).into());
     }
     let stats = reader.stats();

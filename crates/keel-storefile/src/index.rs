@@ -162,7 +162,7 @@ pub(crate) fn separator(prev_last: &CellKey, first: &CellKey) -> CellKey {
     if prev_last.row() >= first.row() {
         return first.clone();
     }
-    let row = first.row();
+    let row = first.row_bytes();
     for len in 1..=row.len() {
         if row[..len] > prev_last.row()[..] {
             return CellKey::first_on_row(row.slice(..len));

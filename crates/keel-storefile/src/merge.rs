@@ -76,7 +76,7 @@ impl KeyValueScanner for VecScanner {
     fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
         let end = match row {
             None => self.cells.len(),
-            Some(row) => self.cells.partition_point(|c| &c.row()[..] < row),
+            Some(row) => self.cells.partition_point(|c| c.row() < row),
         };
         self.pos = last_row_start(&self.cells, end).unwrap_or(self.cells.len());
         Ok(())
@@ -281,7 +281,7 @@ impl KeyValueScanner for MergeScanner<'_> {
             if let Some(cell) = source.peek()
                 && best.as_ref().is_none_or(|b| cell.row() > b)
             {
-                best = Some(cell.row().clone());
+                best = Some(cell.row_bytes());
             }
         }
         let Some(best) = best else {

@@ -157,7 +157,7 @@ mod tests {
             s.seek_before_row(None).expect("seek");
             let mut back = Vec::new();
             while let Some(c) = s.peek() {
-                let row = c.row().clone();
+                let row = c.row_bytes();
                 back.push(String::from_utf8_lossy(&row).into_owned());
                 s.seek_before_row(Some(&row)).expect("seek");
             }

@@ -175,12 +175,7 @@ impl StoreFileReader {
         };
         let splits = |row: &Bytes| first < *row && *row <= last;
         if self.root.len() >= 2 && self.trailer.index_levels == 1 {
-            let row = self
-                .root
-                .entry(path, self.root.len() / 2)?
-                .key
-                .row()
-                .clone();
+            let row = self.root.entry(path, self.root.len() / 2)?.key.row_bytes();
             if in_range(&row) && splits(&row) {
                 return Ok(Some(row));
             }
@@ -200,13 +195,13 @@ impl StoreFileReader {
     fn first_shown_row(&self) -> Result<Option<Bytes>> {
         let mut s = self.shown_scanner();
         s.seek(&CellKey::first_on_row(Bytes::new()))?;
-        Ok(s.peek().map(|c| c.row().clone()))
+        Ok(s.peek().map(|c| c.row_bytes()))
     }
 
     fn last_shown_row(&self) -> Result<Option<Bytes>> {
         let mut s = self.shown_scanner();
         s.seek_before_row(None)?;
-        Ok(s.peek().map(|c| c.row().clone()))
+        Ok(s.peek().map(|c| c.row_bytes()))
     }
 
     /// The row of the middle shown cell (one pass to count, one to walk: splits are rare).
@@ -222,7 +217,7 @@ impl StoreFileReader {
         for _ in 0..count / 2 {
             s.next()?;
         }
-        Ok(s.peek().map(|c| c.row().clone()))
+        Ok(s.peek().map(|c| c.row_bytes()))
     }
 
     /// The file's path.
@@ -251,7 +246,7 @@ impl StoreFileReader {
 
     /// False if the file certainly holds no cell of `row` (row bloom, or key range).
     pub fn may_contain_row(&self, row: &[u8]) -> bool {
-        if row < &self.info.first_key.row()[..] || row > &self.info.last_key.row()[..] {
+        if row < self.info.first_key.row() || row > self.info.last_key.row() {
             return false;
         }
         if self.range.as_ref().is_some_and(|r| !r.contains(row)) {
@@ -300,7 +295,7 @@ impl StoreFileReader {
         scanner.seek(&CellKey::first_on_row(row.clone()))?;
         let mut cells = Vec::new();
         while let Some(cell) = scanner.peek() {
-            if cell.row() != &row {
+            if cell.row() != row {
                 break;
             }
             if let Some(cell) = scanner.next()? {

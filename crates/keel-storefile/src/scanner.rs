@@ -114,10 +114,10 @@ impl<'a> StoreFileScanner<'a> {
     pub fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()> {
         self.started = true;
         let Some(row) = row else {
-            let last = self.reader.info().last_key.row().clone();
+            let last = self.reader.info().last_key.row_bytes();
             return self.seek(&CellKey::first_on_row(last));
         };
-        if &self.reader.info().first_key.row()[..] >= row {
+        if self.reader.info().first_key.row() >= row {
             self.current = None;
             self.path.clear();
             self.block = DataBlock::default();
@@ -151,7 +151,7 @@ impl<'a> StoreFileScanner<'a> {
         if !self.started {
             self.started = true;
             self.descend(&CellKey::first_on_row(
-                self.reader.info().first_key.row().clone(),
+                self.reader.info().first_key.row_bytes(),
             ))?;
             self.load_next()?;
         }
@@ -202,7 +202,7 @@ impl<'a> StoreFileScanner<'a> {
         if !self.started {
             self.started = true;
             self.descend(&CellKey::first_on_row(
-                self.reader.info().first_key.row().clone(),
+                self.reader.info().first_key.row_bytes(),
             ))?;
         } else {
             // A started scanner holds its next cell built (`peek`); an empty one has ended.

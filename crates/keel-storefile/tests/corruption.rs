@@ -51,13 +51,13 @@ fn read_all(path: &std::path::Path, cells: &[Cell]) -> Result<(), String> {
     for r in [0u32, 77, 399] {
         let row = Bytes::from(format!("row{r:05}"));
         let got = reader.get(&row).map_err(|e| e.to_string())?;
-        let expected: Vec<Cell> = cells.iter().filter(|c| c.row() == &row).cloned().collect();
+        let expected: Vec<Cell> = cells.iter().filter(|c| c.row() == row).cloned().collect();
         assert_eq!(got, expected);
     }
     let mut s = reader.scanner();
     s.seek(&CellKey::first_on_row(Bytes::from("row00200")))
         .map_err(|e| e.to_string())?;
-    assert_eq!(s.peek(), cells.iter().find(|c| &c.row()[..] == b"row00200"));
+    assert_eq!(s.peek(), cells.iter().find(|c| c.row() == b"row00200"));
     Ok(())
 }
 

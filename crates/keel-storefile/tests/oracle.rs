@@ -167,12 +167,12 @@ proptest! {
             s.seek(key).expect("seek");
             prop_assert_eq!(s.peek(), shown.iter().find(|c| c.key() >= key));
         }
-        let rows: BTreeSet<Bytes> = shown.iter().map(|c| c.row().clone()).collect();
+        let rows: BTreeSet<Bytes> = shown.iter().map(|c| c.row_bytes()).collect();
         let mut s = reader.range_scanner();
         s.seek_before_row(None).expect("seek");
         let mut walked = Vec::new();
         while let Some(c) = s.peek() {
-            let row = c.row().clone();
+            let row = c.row_bytes();
             walked.push(row.clone());
             s.seek_before_row(Some(&row)).expect("seek");
         }
@@ -265,7 +265,7 @@ proptest! {
         prop_assert_eq!(&scanned, &cells);
 
         // Gets of every row present, and of absent rows.
-        let rows: BTreeSet<Bytes> = cells.iter().map(|c| c.row().clone()).collect();
+        let rows: BTreeSet<Bytes> = cells.iter().map(|c| c.row_bytes()).collect();
         for row in &rows {
             let expected: Vec<Cell> = cells.iter().filter(|c| c.row() == row).cloned().collect();
             prop_assert_eq!(reader.get(row).expect("test setup"), expected);
@@ -301,8 +301,8 @@ proptest! {
         s.seek_before_row(None).expect("test setup");
         let mut walked = Vec::new();
         while let Some(cell) = s.peek() {
-            let row = cell.row().clone();
-            prop_assert_eq!(Some(cell), cells.iter().find(|c| c.row() == &row));
+            let row = cell.row_bytes();
+            prop_assert_eq!(Some(cell), cells.iter().find(|c| c.row() == row));
             walked.push(row.clone());
             s.seek_before_row(Some(&row)).expect("test setup");
         }
@@ -380,8 +380,8 @@ proptest! {
         merge.seek_before_row(Some(start.row())).expect("test setup");
         let mut reversed = Vec::new();
         while let Some(first) = merge.peek() {
-            let row = first.row().clone();
-            while merge.peek().is_some_and(|c| c.row() == &row) {
+            let row = first.row_bytes();
+            while merge.peek().is_some_and(|c| c.row() == row) {
                 reversed.push(merge.next().expect("test setup").expect("peeked"));
             }
             merge.seek_before_row(Some(&row)).expect("test setup");
@@ -389,7 +389,7 @@ proptest! {
         let rows: BTreeSet<Bytes> = cells
             .iter()
             .filter(|c| c.row() < start.row())
-            .map(|c| c.row().clone())
+            .map(|c| c.row_bytes())
             .collect();
         let expected: Vec<Cell> = rows
             .iter()
@@ -402,7 +402,7 @@ proptest! {
 
 /// The oracle of `seek_before_row`: the first cell of the last row before `row` (of all rows
 /// with `None`).
-fn first_before<'a>(cells: &'a [Cell], row: Option<&Bytes>) -> Option<&'a Cell> {
+fn first_before<'a>(cells: &'a [Cell], row: Option<&[u8]>) -> Option<&'a Cell> {
     let last = cells
         .iter()
         .rev()

@@ -218,7 +218,7 @@ fn compare_part(qualifier: &[u8], prefix: &[u8], len: usize) -> std::cmp::Orderi
 }
 
 fn column_hint(cell: &Cell, qualifier: Bytes) -> CellKey {
-    CellKey::first_on_column(cell.row().clone(), cell.family().clone(), qualifier)
+    CellKey::first_on_column(cell.row_bytes(), cell.family_bytes(), qualifier)
 }
 
 /// `ColumnPrefixFilter`.
@@ -258,8 +258,12 @@ struct MultipleColumnPrefix {
 
 impl MultipleColumnPrefix {
     /// The prefix to seek to from `qualifier`, if the qualifier matches none.
-    fn next_prefix(&self, qualifier: &Bytes) -> Result<(), Option<Bytes>> {
-        match self.prefixes.range(..=qualifier.clone()).next_back() {
+    fn next_prefix(&self, qualifier: &[u8]) -> Result<(), Option<Bytes>> {
+        let at_or_before = (
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Included(qualifier),
+        );
+        match self.prefixes.range::<[u8], _>(at_or_before).next_back() {
             Some(largest) if qualifier.starts_with(largest) => Ok(()),
             Some(largest) => Err(self
                 .prefixes
@@ -430,9 +434,9 @@ impl Active for Timestamps {
         // Versions run newest first: the next wanted one is the largest listed below this.
         let next = *self.timestamps.range(..cell.timestamp()).next_back()?;
         CellKey::new(
-            cell.row().clone(),
-            cell.family().clone(),
-            cell.qualifier().clone(),
+            cell.row_bytes(),
+            cell.family_bytes(),
+            cell.qualifier_bytes(),
             next,
             CellType::Maximum,
         )
@@ -535,7 +539,7 @@ struct ColumnRange {
 
 impl Active for ColumnRange {
     fn filter_cell(&mut self, cell: &Cell) -> ReturnCode {
-        let qualifier = &cell.qualifier()[..];
+        let qualifier = cell.qualifier();
         if let Some(min) = &self.min {
             let cmp = qualifier.cmp(&min[..]);
             if cmp.is_lt() {
@@ -562,7 +566,7 @@ impl Active for ColumnRange {
 }
 
 fn is_column(cell: &Cell, family: &[u8], qualifier: &[u8]) -> bool {
-    &cell.family()[..] == family && &cell.qualifier()[..] == qualifier
+    cell.family() == family && cell.qualifier() == qualifier
 }
 
 /// `SingleColumnValueFilter` and (with `exclude`) `SingleColumnValueExcludeFilter`.

@@ -79,7 +79,7 @@ impl Region {
         row: &[u8],
         cells: Vec<Cell>,
     ) -> Result<CheckedWrite, RegionError> {
-        if let Some(other) = cells.iter().find(|c| c.row().as_ref() != row) {
+        if let Some(other) = cells.iter().find(|c| c.row() != row) {
             return Err(RegionError::NotOneRow {
                 row: escape_bytes(row),
                 other: escape_bytes(other.row()),

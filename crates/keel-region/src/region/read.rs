@@ -52,7 +52,7 @@ impl Region {
             let mut merge = MergeScanner::new(sources, &first)?;
             let mut skip = crate::scanner::ColumnSkip::default();
             while let Some(cell) = merge.next()? {
-                if cell.row() != &row {
+                if cell.row() != row {
                     break;
                 }
                 if skip.still_in_column(&cell, out.last(), &mut merge)? {

@@ -115,7 +115,7 @@ impl Region {
         self.check_resources()?;
         let mut timings = WriteTimings::default();
         let started = Instant::now();
-        let rows: BTreeSet<Bytes> = write.cells().iter().map(|c| c.row().clone()).collect();
+        let rows: BTreeSet<Bytes> = write.cells().iter().map(|c| c.row_bytes()).collect();
         let rows = {
             let _span = span!(DEBUG, "region.row_lock", rows = rows.len());
             self.locks.lock_rows(rows, LockMode::Shared, None)?
@@ -164,7 +164,7 @@ impl Region {
                     "an operation with no cells".to_string(),
                 )),
                 Some(first) => {
-                    let row = first.row().clone();
+                    let row = first.row_bytes();
                     self.check_row_write(&row, op)
                 }
             };
@@ -353,8 +353,8 @@ impl Region {
         // take of its segment lock), found by a pass over the cells per family written.
         let mut cells = cells.into_iter().peekable();
         while let Some(first) = cells.peek() {
-            let family = first.family().clone();
-            let run = std::iter::from_fn(|| cells.next_if(|c| c.family() == &family));
+            let family = first.family_bytes();
+            let run = std::iter::from_fn(|| cells.next_if(|c| c.family() == family));
             match self.stores.get(&family) {
                 Some(store) => store.memstore.add(run),
                 None => run.for_each(drop),

@@ -212,7 +212,7 @@ impl Table {
         let mut remaining = cells;
         let mut timings = WriteTimings::default();
         while !remaining.is_empty() {
-            let first_row = remaining[0].row().clone();
+            let first_row = remaining[0].row_bytes();
             remaining = self.following(|regions| {
                 let home = regions.locate(&first_row);
                 let (share, rest): (Vec<Cell>, Vec<Cell>) = remaining

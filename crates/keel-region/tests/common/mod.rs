@@ -85,9 +85,9 @@ pub(crate) fn oracle(cells: &[Cell], q: &ReadQuery, rules: &FamilyRules) -> Vec<
             continue;
         }
         let key = (
-            p.row().clone(),
-            p.family().clone(),
-            p.qualifier().clone(),
+            p.row_bytes(),
+            p.family_bytes(),
+            p.qualifier_bytes(),
             p.timestamp(),
         );
         let better = winners
