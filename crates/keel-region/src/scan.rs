@@ -2,7 +2,7 @@
 //! read's columns, time range and versions, a row limit, a batch size and a filter.
 
 use bytes::Bytes;
-use keel_cell::CellKey;
+use keel_cell::{CellKey, compare_bytes};
 
 use crate::filter::Filter;
 use crate::matcher::ReadQuery;
@@ -85,10 +85,13 @@ impl Scan {
         if self.stop_row.is_empty() {
             return false;
         }
+        // `compare_bytes`, not slice order: asked once per row, and a slice comparison is a
+        // `memcmp` call (rows share most of their bytes with their neighbours).
+        let order = compare_bytes(row, &self.stop_row);
         if self.reversed {
-            row <= &self.stop_row[..]
+            order.is_le()
         } else {
-            row >= &self.stop_row[..]
+            order.is_ge()
         }
     }
 
@@ -96,9 +99,9 @@ impl Scan {
     pub(crate) fn includes(&self, row: &[u8]) -> bool {
         let prefixed = self.prefix.as_ref().is_none_or(|p| row.starts_with(p));
         let after_start = if self.reversed {
-            self.start_row.is_empty() || row <= &self.start_row[..]
+            self.start_row.is_empty() || compare_bytes(row, &self.start_row).is_le()
         } else {
-            row >= &self.start_row[..]
+            compare_bytes(row, &self.start_row).is_ge()
         };
         prefixed && after_start
     }
