@@ -161,9 +161,9 @@ impl Cell {
     /// This cell's fields borrowed: the form the borrowed read paths compare and hand out.
     pub fn borrowed(&self) -> CellRef<'_> {
         CellRef {
-            coords: self.key.coordinates(),
-            row_len: self.key.row().len(),
-            family_len: self.key.family().len(),
+            row: self.key.row(),
+            family: self.key.family(),
+            qualifier: self.key.qualifier(),
             timestamp: self.key.timestamp,
             cell_type: self.key.cell_type,
             sequence_id: self.key.sequence_id,

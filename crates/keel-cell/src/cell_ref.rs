@@ -32,10 +32,9 @@ use crate::limits::CellLimits;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CellRef<'a> {
-    /// Row, family and qualifier, back to back (as a [`CellKey`] holds them).
-    pub(crate) coords: &'a [u8],
-    pub(crate) row_len: usize,
-    pub(crate) family_len: usize,
+    pub(crate) row: &'a [u8],
+    pub(crate) family: &'a [u8],
+    pub(crate) qualifier: &'a [u8],
     pub(crate) timestamp: i64,
     pub(crate) cell_type: CellType,
     pub(crate) sequence_id: u64,
@@ -52,9 +51,9 @@ impl<'a> CellRef<'a> {
     ) -> Result<(CellRef<'a>, usize), DecodeError> {
         let at = layout(buf, offset, limits)?;
         let cell = CellRef {
-            coords: &buf[at.row.start..at.qualifier.end],
-            row_len: at.row.len(),
-            family_len: at.family.len(),
+            row: &buf[at.row],
+            family: &buf[at.family],
+            qualifier: &buf[at.qualifier],
             timestamp: at.timestamp,
             cell_type: at.cell_type,
             sequence_id: at.sequence_id,
@@ -65,17 +64,17 @@ impl<'a> CellRef<'a> {
 
     /// The row.
     pub fn row(&self) -> &'a [u8] {
-        &self.coords[..self.row_len]
+        self.row
     }
 
     /// The column family.
     pub fn family(&self) -> &'a [u8] {
-        &self.coords[self.row_len..self.row_len + self.family_len]
+        self.family
     }
 
     /// The qualifier.
     pub fn qualifier(&self) -> &'a [u8] {
-        &self.coords[self.row_len + self.family_len..]
+        self.qualifier
     }
 
     /// The timestamp.
@@ -118,7 +117,9 @@ impl<'a> CellRef<'a> {
     /// An owned copy of the cell.
     pub fn to_cell(&self) -> Cell {
         Cell {
-            key: self.key_with(Bytes::copy_from_slice(self.coords)),
+            key: self.key_with(Bytes::from(
+                [self.row, self.family, self.qualifier].concat(),
+            )),
             value: Bytes::copy_from_slice(self.value),
         }
     }
@@ -127,20 +128,68 @@ impl<'a> CellRef<'a> {
     /// (as [`Bytes::slice_ref`] requires; it panics otherwise).
     pub fn slice_cell(&self, buf: &Bytes) -> Cell {
         Cell {
-            key: self.key_with(buf.slice_ref(self.coords)),
+            key: self.key_with(self.coordinates_in(buf)),
             value: buf.slice_ref(self.value),
         }
     }
 
-    /// This cell's key with `coords` (holding the same bytes as `self.coords`) as its storage.
+    /// The row, family and qualifier as one slice of `buf`: they lie back to back there, as
+    /// both ways of making a `CellRef` (decoding, [`Cell::borrowed`]) leave them; a copy if
+    /// they somehow do not. Panics as [`Bytes::slice_ref`] does if the row is not in `buf`.
+    fn coordinates_in(&self, buf: &Bytes) -> Bytes {
+        let at = |part: &[u8]| part.as_ptr() as usize;
+        let back_to_back = at(self.family) == at(self.row) + self.row.len()
+            && at(self.qualifier) == at(self.family) + self.family.len();
+        if !back_to_back {
+            return Bytes::from([self.row, self.family, self.qualifier].concat());
+        }
+        let len = self.row.len() + self.family.len() + self.qualifier.len();
+        let row = buf.slice_ref(self.row);
+        let start = at(&row) - at(buf);
+        drop(row);
+        buf.slice(start..start + len)
+    }
+
+    /// This cell's key with `coords` (holding its row, family and qualifier) as its storage.
     fn key_with(&self, coords: Bytes) -> CellKey {
         CellKey::from_coords(
             coords,
-            self.row_len,
-            self.family_len,
+            self.row.len(),
+            self.family.len(),
             self.timestamp,
             self.cell_type,
             self.sequence_id,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{Bytes, BytesMut};
+
+    use crate::{Cell, CellLimits, CellRef};
+
+    #[test]
+    fn slice_cell_shares_the_buffer_and_copies_parts_that_are_apart() {
+        let cell = Cell::put("row", "f", "qual", 7, "value").unwrap();
+        let mut buf = BytesMut::new();
+        cell.encode(&mut buf);
+        let buf: Bytes = buf.freeze();
+        let (view, _) = CellRef::decode(&buf, 0, &CellLimits::UNLIMITED).unwrap();
+        let shared = view.slice_cell(&buf);
+        assert_eq!(shared, cell);
+        let inside = buf.as_ptr_range();
+        assert!(inside.contains(&shared.row().as_ptr()));
+        assert!(inside.contains(&shared.qualifier().as_ptr()));
+
+        // Parts that do not lie back to back (no decoder makes these) are copied.
+        let apart = CellRef {
+            qualifier: &buf[buf.len() - 5..buf.len() - 4],
+            ..view
+        };
+        let copied = apart.slice_cell(&buf);
+        assert_eq!(copied.qualifier(), &buf[buf.len() - 5..buf.len() - 4]);
+        assert_eq!((copied.row(), copied.family()), (&b"row"[..], &b"f"[..]));
+        assert!(!inside.contains(&copied.row().as_ptr()));
     }
 }
