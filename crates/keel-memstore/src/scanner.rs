@@ -91,6 +91,33 @@ impl MemStoreScanner {
         self.position(Bound::Included(key));
     }
 
+    /// Moves forward to the first cell at or after `key` that this scanner has not returned,
+    /// never back (HBase's `reseek`; to go back, [`MemStoreScanner::seek`]). The cells before
+    /// `key` in what a segment has fetched are dropped, and the segment searches its skip
+    /// list again only if they run out before `key`: a get that skips a column's older
+    /// versions lands in the batch it holds, where a seek searched every segment from the top.
+    pub fn reseek(&mut self, key: &CellKey) {
+        self.fresh_at = None;
+        for (index, segment) in self.segments.iter().enumerate() {
+            let (cells, more) = &mut self.heads[index];
+            while cells.front().is_some_and(|cell| cell.key() < key) {
+                cells.pop_front();
+            }
+            if cells.is_empty() && *more {
+                self.batch = self.first_batch;
+                segment.fill(
+                    Bound::Included(key),
+                    self.end.as_ref(),
+                    self.read_point,
+                    self.batch,
+                    cells,
+                );
+                *more = cells.len() == self.batch;
+            }
+        }
+        self.find_front();
+    }
+
     /// Moves to the first cell of the last row before `row` that has a cell visible at the
     /// read point (strictly before; the last such row with `None`), or to the end if there is
     /// none: a reversed scan reads that row forward, then asks for the one before it.

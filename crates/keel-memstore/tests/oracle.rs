@@ -25,6 +25,13 @@ enum Op {
         read_point: u64,
         from: Option<CellKey>,
     },
+    /// A scan that reads `take` cells, then reseeks to `to` (forward only: a key at or before
+    /// where it stands leaves it there) and reads the rest.
+    Reseek {
+        read_point: u64,
+        take: usize,
+        to: CellKey,
+    },
     /// A get's read of one row (rows `r0`..`r7`: some never written).
     Row {
         read_point: u64,
@@ -64,6 +71,11 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0u64..14, prop::option::of(small_cell())).prop_map(|(read_point, from)| Op::Scan {
             read_point,
             from: from.map(|cell| cell.key().clone()),
+        }),
+        2 => (0u64..14, 0usize..40, small_cell()).prop_map(|(read_point, take, to)| Op::Reseek {
+            read_point,
+            take,
+            to: to.key().clone(),
         }),
         2 => (0u64..14, 0u8..8, 0usize..20).prop_map(|(read_point, row, wanted)| Op::Row { read_point, row, wanted }),
         2 => (0u64..14, prop::option::of(small_cell())).prop_map(|(read_point, from)| Op::Backward {
@@ -156,6 +168,24 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                     None => memstore.visit(.., read_point, &mut collect),
                 }
                 prop_assert_eq!(visited, expected);
+            }
+            Op::Reseek {
+                read_point,
+                take,
+                to,
+            } => {
+                let expected = oracle.visible(read_point, None);
+                let mut scanner = memstore.scanner(.., read_point);
+                let taken: Vec<_> = scanner.by_ref().take(take).map(Cell::into_parts).collect();
+                prop_assert_eq!(&taken[..], &expected[..taken.len()]);
+                scanner.reseek(&to);
+                let rest: Vec<_> = scanner.map(Cell::into_parts).collect();
+                let expected_rest: Vec<_> = expected[taken.len()..]
+                    .iter()
+                    .filter(|(key, _)| *key >= to)
+                    .cloned()
+                    .collect();
+                prop_assert_eq!(rest, expected_rest);
             }
             Op::Row {
                 read_point,

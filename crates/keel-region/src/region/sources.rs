@@ -76,6 +76,10 @@ impl KeyValueScanner for MemSource {
         self.0.seek(key);
         Ok(())
     }
+    fn reseek(&mut self, key: &CellKey) -> keel_storefile::Result<()> {
+        self.0.reseek(key);
+        Ok(())
+    }
     fn seek_before_row(&mut self, row: Option<&[u8]>) -> keel_storefile::Result<()> {
         self.0.seek_before_row(row);
         Ok(())
