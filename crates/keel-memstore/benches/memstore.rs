@@ -145,7 +145,7 @@ impl Store for BareSkipList {
 
 /// The seek key for `key`'s column.
 fn first_on_column_of(key: &CellKey) -> CellKey {
-    CellKey::first_on_column(key.row_bytes(), key.family_bytes(), key.qualifier_bytes())
+    CellKey::first_on_column(key.row_bytes(), key.family(), key.qualifier())
 }
 
 fn make(kind: &str) -> Arc<dyn Store> {

@@ -218,7 +218,7 @@ fn compare_part(qualifier: &[u8], prefix: &[u8], len: usize) -> std::cmp::Orderi
 }
 
 fn column_hint(cell: &Cell, qualifier: Bytes) -> CellKey {
-    CellKey::first_on_column(cell.row_bytes(), cell.family_bytes(), qualifier)
+    CellKey::first_on_column(cell.row_bytes(), cell.family(), qualifier)
 }
 
 /// `ColumnPrefixFilter`.
