@@ -135,7 +135,7 @@ impl<'a> CellRef<'a> {
 
     /// The row, family and qualifier as one slice of `buf`: they lie back to back there, as
     /// both ways of making a `CellRef` (decoding, [`Cell::borrowed`]) leave them; a copy if
-    /// they somehow do not. Panics as [`Bytes::slice_ref`] does if the row is not in `buf`.
+    /// they somehow do not. Panics, as [`Bytes::slice_ref`] would, if they do not lie in `buf`.
     fn coordinates_in(&self, buf: &Bytes) -> Bytes {
         let at = |part: &[u8]| part.as_ptr() as usize;
         let back_to_back = at(self.family) == at(self.row) + self.row.len()
@@ -144,9 +144,10 @@ impl<'a> CellRef<'a> {
             return Bytes::from([self.row, self.family, self.qualifier].concat());
         }
         let len = self.row.len() + self.family.len() + self.qualifier.len();
-        let row = buf.slice_ref(self.row);
-        let start = at(&row) - at(buf);
-        drop(row);
+        let start = at(self.row)
+            .checked_sub(at(buf))
+            .filter(|start| start + len <= buf.len())
+            .expect("CellRef::slice_cell: the cell does not lie in `buf`");
         buf.slice(start..start + len)
     }
 
