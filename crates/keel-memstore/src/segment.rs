@@ -260,6 +260,11 @@ impl Segment {
             if !before_end(key) {
                 return;
             }
+            // The node is in cache now; the cell's bytes lie in a chunk elsewhere, and the
+            // caller's first comparison of them would wait for memory, cell after cell. Asked
+            // for here, they load while the walk goes on.
+            keel_sync::prefetch(key.coordinates());
+            keel_sync::prefetch(current.value());
             out.push_back(Cell::from_parts(key.clone(), current.value().clone()));
             taken += 1;
             if taken == max {

@@ -46,6 +46,13 @@ pub(crate) fn visit(
         if !range.contains(key) {
             return;
         }
+        // The next entry's bytes start loading while `f` reads this one's (a flush's walk
+        // waited for memory at every cell).
+        let next = visible(entry.next(), read_point);
+        if let Some(next) = &next {
+            keel_sync::prefetch(next.key().cell_key().coordinates());
+            keel_sync::prefetch(next.value());
+        }
         if f(key, entry.value()).is_break() {
             return;
         }
@@ -55,6 +62,6 @@ pub(crate) fn visit(
                 *older = visible(skipped.and_then(|e| e.next()), read_point);
             }
         }
-        heads[index] = visible(entry.next(), read_point);
+        heads[index] = next;
     }
 }

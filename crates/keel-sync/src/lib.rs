@@ -28,11 +28,13 @@
 //! ```
 //!
 //! What this crate is not: no policy. Beyond choosing implementations it holds a few small helpers
-//! that hot paths across the workspace share: [`CachePadded`], [`StripedCounter`] and
-//! [`ReadMostly`].
+//! that hot paths across the workspace share: [`CachePadded`], [`StripedCounter`],
+//! [`ReadMostly`] and [`prefetch`].
 
+mod prefetch;
 mod striped;
 
+pub use prefetch::prefetch;
 pub use striped::{ReadMostly, StripedCounter};
 
 #[cfg(shuttle)]
