@@ -6,17 +6,23 @@
 //! header (one cache line) each, and a profile of YCSB C put half its time in that walk. RocksDB
 //! keeps restart points in its blocks for this; HBase walks. Keel builds the points when a
 //! block is loaded into the cache (the file format is unchanged) and appends them to the cached
-//! bytes: `cells | entries | skip (u32 LE) | count (u32 LE)`, an entry being the offset (u32 LE)
-//! of a cell that starts a row, at least [`SPACING`] bytes after the previous one, and eight
-//! bytes of that row (zero-padded, as a u64 LE): those after the `skip` bytes every row of the
-//! block shares. The index is at most 12/256 of the block and the walk after a jump is at most
-//! about [`SPACING`] bytes plus one row. The binary search compares the sought row's eight bytes
-//! with the entries', all in the index's few cache lines, and reads a row in the block (a cache
-//! miss per probe: a third of the seek's time before) only when they are equal.
+//! bytes: `cells | entries | shared | skip (u32 LE) | count (u32 LE)`, an entry being the offset
+//! (u32 LE) of a cell that starts a row, at least [`SPACING`] bytes after the previous one, and
+//! eight bytes of that row (zero-padded, as a u64 LE): those after the `skip` bytes every row of
+//! the block shares, which `shared` holds. The index is at most 12/256 of the block (plus at
+//! most [`MAX_SKIP`] shared bytes) and the walk after a jump is at most about [`SPACING`] bytes
+//! plus one row. The binary search compares the sought row's eight bytes with the entries', all
+//! in the index's few cache lines, and reads a row in the block (a cache miss per probe: a third
+//! of the seek's time before) only when they are equal.
 //!
 //! The shared prefix is skipped because a block's rows are neighbours: YCSB's keys (`user`
 //! and 19 digits) share their first five to nine bytes within a block, so the first eight bytes
-//! decided almost no probe there.
+//! decided almost no probe there. It is kept beside the entries, not read from the block's
+//! first row: that read was a cache miss at every seek.
+//!
+//! A seek lands on the start of the row it seeks when that row's start is recorded (with rows
+//! of a kilobyte or more, every row's is), not on the start before it: the row read to break
+//! the tie is the one the seek reads next, and the rows in between are not walked.
 
 use bytes::Bytes;
 
@@ -30,6 +36,10 @@ const SKIP_LEN: usize = 4;
 
 /// An entry: a u32 offset and a u64 row prefix.
 const ENTRY_LEN: usize = 12;
+
+/// The most shared bytes the index keeps and skips: rows sharing more tie on more prefixes,
+/// which costs reads of rows, never a wrong jump.
+pub(crate) const MAX_SKIP: usize = 64;
 
 /// The first eight bytes of `row`, zero-padded, as a number that orders as the bytes do. If two
 /// rows' prefixes differ, the rows differ the same way (a zero pad is below any byte a longer row
@@ -57,11 +67,6 @@ fn entry(starts: &[u8], i: usize) -> (usize, u64) {
     )
 }
 
-/// The entries in `starts` (as [`split`] returns them).
-fn entry_count(starts: &[u8]) -> usize {
-    starts.len().saturating_sub(SKIP_LEN) / ENTRY_LEN
-}
-
 /// How many leading bytes every row of the block shares (the entries' prefixes follow them).
 fn skip_of(starts: &[u8]) -> usize {
     let Some(at) = starts.len().checked_sub(SKIP_LEN) else {
@@ -70,6 +75,17 @@ fn skip_of(starts: &[u8]) -> usize {
     let mut skip = [0u8; SKIP_LEN];
     skip.copy_from_slice(&starts[at..]);
     u32::from_le_bytes(skip) as usize
+}
+
+/// The entries in `starts` (as [`split`] returns them).
+fn entry_count(starts: &[u8]) -> usize {
+    starts.len().saturating_sub(SKIP_LEN + skip_of(starts)) / ENTRY_LEN
+}
+
+/// The bytes every row of the block starts with, `skip_of(starts)` of them.
+fn shared_of(starts: &[u8]) -> &[u8] {
+    let at = entry_count(starts) * ENTRY_LEN;
+    starts.get(at..at + skip_of(starts)).unwrap_or_default()
 }
 
 /// The offsets recorded in `starts` (as [`split`] returns them), in order.
@@ -102,21 +118,28 @@ pub(crate) fn with_row_starts(cells: &[u8]) -> Bytes {
         pos = end;
     }
     // The rows walked are sorted, so every one shares what the first and the last share.
-    let skip = match (first_row, last_row) {
-        (Some(first), Some(last)) => cells[first]
-            .iter()
-            .zip(&cells[last])
-            .take_while(|(a, b)| a == b)
-            .count(),
-        _ => 0,
+    let shared = match (first_row, last_row) {
+        (Some(first), Some(last)) => {
+            let skip = cells[first.clone()]
+                .iter()
+                .zip(&cells[last])
+                .take_while(|(a, b)| a == b)
+                .count()
+                .min(MAX_SKIP);
+            first.start..first.start + skip
+        }
+        _ => 0..0,
     };
-    let mut out = Vec::with_capacity(cells.len() + starts.len() * ENTRY_LEN + SKIP_LEN + COUNT_LEN);
+    let skip = shared.len();
+    let mut out =
+        Vec::with_capacity(cells.len() + starts.len() * ENTRY_LEN + skip + SKIP_LEN + COUNT_LEN);
     out.extend_from_slice(cells);
     for (offset, row) in &starts {
         out.extend_from_slice(&offset.to_le_bytes());
         out.extend_from_slice(&row_prefix(&cells[row.clone()][skip..]).to_le_bytes());
     }
-    // A row is at most 32 KiB (keel-cell's limit), so `skip` fits.
+    out.extend_from_slice(&cells[shared]);
+    // At most `MAX_SKIP`, so it fits.
     out.extend_from_slice(&(skip as u32).to_le_bytes());
     out.extend_from_slice(&(starts.len() as u32).to_le_bytes());
     Bytes::from(out)
@@ -129,7 +152,13 @@ pub(crate) fn with_row_starts(cells: &[u8]) -> Bytes {
 pub(crate) fn bounds(block: &[u8]) -> Option<std::ops::Range<usize>> {
     let count_at = block.len().checked_sub(COUNT_LEN)?;
     let count = u32::from_le_bytes(block[count_at..].try_into().ok()?) as usize;
-    let starts_at = count_at.checked_sub(count.checked_mul(ENTRY_LEN)?.checked_add(SKIP_LEN)?)?;
+    let skip_at = count_at.checked_sub(SKIP_LEN)?;
+    let skip = u32::from_le_bytes(block[skip_at..count_at].try_into().ok()?) as usize;
+    let index_len = count
+        .checked_mul(ENTRY_LEN)?
+        .checked_add(skip)?
+        .checked_add(SKIP_LEN)?;
+    let starts_at = count_at.checked_sub(index_len)?;
     Some(starts_at..count_at)
 }
 
@@ -140,19 +169,17 @@ fn split(block: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((&block[..starts.start], &block[starts]))
 }
 
-/// The last recorded row start whose row sorts before `row`, if any: every cell before it is of
-/// an earlier row too, so a seek for `row` may start there.
-pub(crate) fn last_before(cells: &[u8], starts: &[u8], row: &[u8]) -> Option<usize> {
+/// Where a seek for a key of `row` may start: the last recorded row start whose row sorts at
+/// or before `row`, if any. Every cell before it is of an earlier row.
+pub(crate) fn seek_start(cells: &[u8], starts: &[u8], row: &[u8]) -> Option<usize> {
     let count = entry_count(starts);
-    let skip = skip_of(starts);
     if count == 0 {
         return None;
     }
-    let (first, _) = entry(starts, 0);
     // Every recorded row starts with the block's shared prefix: a row that does not sorts
     // before or after all of them.
-    let (first_row, _) = cell_row_at(cells, first)?;
-    let shared = cells[first_row].get(..skip)?;
+    let shared = shared_of(starts);
+    let skip = shared.len();
     let head = &row[..row.len().min(skip)];
     match keel_cell::compare_bytes(head, &shared[..head.len()]) {
         std::cmp::Ordering::Less => return None,
@@ -162,20 +189,20 @@ pub(crate) fn last_before(cells: &[u8], starts: &[u8], row: &[u8]) -> Option<usi
         std::cmp::Ordering::Equal => {}
     }
     let sought = row_prefix(&row[skip..]);
-    let before = |i: usize| {
+    let at_or_before = |i: usize| {
         let (offset, prefix) = entry(starts, i);
         match prefix.cmp(&sought) {
             std::cmp::Ordering::Less => true,
             std::cmp::Ordering::Greater => false,
             std::cmp::Ordering::Equal => cell_row_at(cells, offset)
-                .is_some_and(|(this, _)| keel_cell::compare_bytes(&cells[this], row).is_lt()),
+                .is_some_and(|(this, _)| keel_cell::compare_bytes(&cells[this], row).is_le()),
         }
     };
-    // Rows grow with offsets, so the starts before `row` are a prefix.
+    // Rows grow with offsets, so the starts at or before `row` are a prefix.
     let (mut lo, mut hi) = (0, count);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if before(mid) {
+        if at_or_before(mid) {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -223,7 +250,7 @@ mod tests {
     }
 
     #[test]
-    fn every_jump_lands_on_a_row_start_before_the_row_sought() {
+    fn every_jump_lands_on_a_row_start_at_or_before_the_row_sought() {
         let rows: Vec<(String, usize)> =
             (0..60).map(|i| (format!("row{i:03}"), 1 + i % 7)).collect();
         let borrowed: Vec<(&str, usize)> = rows.iter().map(|(r, c)| (r.as_str(), *c)).collect();
@@ -247,11 +274,11 @@ mod tests {
             "row", "row000", "row017", "row0175", "row059", "row999", "zzz",
         ] {
             let sought = sought.as_bytes();
-            match last_before(plain, starts, sought) {
+            match seek_start(plain, starts, sought) {
                 None => {
                     for at in offsets(starts) {
                         let (row, _) = cell_row_at(plain, at).expect("a start is a cell");
-                        assert!(&plain[row] >= sought);
+                        assert!(&plain[row] > sought);
                     }
                 }
                 Some(at) => {
@@ -259,7 +286,7 @@ mod tests {
                         .iter()
                         .position(|(pos, _)| *pos == at)
                         .expect("a jump lands on a cell boundary");
-                    assert!(boundaries[i].1.as_slice() < sought);
+                    assert!(boundaries[i].1.as_slice() <= sought);
                     assert!(
                         i == 0 || boundaries[i - 1].1 != boundaries[i].1,
                         "a row's first cell"
@@ -271,7 +298,8 @@ mod tests {
 
     /// Rows that tie on their first eight bytes, and short rows with zero bytes, where the
     /// prefixes cannot decide and the rows in the block must be read: the jump must be the
-    /// last recorded start before the row sought, exactly as comparing whole rows finds it.
+    /// last recorded start at or before the row sought, exactly as comparing whole rows finds
+    /// it.
     #[test]
     fn rows_that_share_their_first_eight_bytes_are_compared_whole() {
         let mut names: Vec<Vec<u8>> = (0..40)
@@ -319,16 +347,16 @@ mod tests {
         cells
     }
 
-    /// For each row sought, the jump is the last recorded start before it, exactly as
+    /// For each row sought, the jump is the last recorded start at or before it, exactly as
     /// comparing whole rows finds it.
     fn assert_jumps_match_whole_rows(plain: &[u8], starts: &[u8], sought: &[Vec<u8>]) {
         let recorded = offsets(starts);
         for row in sought {
             let whole = recorded.iter().copied().rfind(|at| {
                 let (this, _) = cell_row_at(plain, *at).expect("a start is a cell");
-                plain[this] < row[..]
+                plain[this] <= row[..]
             });
-            assert_eq!(last_before(plain, starts, row), whole, "{row:?}");
+            assert_eq!(seek_start(plain, starts, row), whole, "{row:?}");
         }
     }
 
@@ -364,6 +392,29 @@ mod tests {
             sought.push(extra.as_bytes().to_vec());
         }
         sought.push(b"user0123456789\0".to_vec());
+        assert_jumps_match_whole_rows(plain, starts, &sought);
+    }
+
+    /// Rows sharing more than [`MAX_SKIP`] bytes: the index keeps that many, the prefixes after
+    /// them tie more often, and every jump is still the one whole rows give.
+    #[test]
+    fn a_long_shared_prefix_is_kept_up_to_its_bound() {
+        let common = "x".repeat(MAX_SKIP + 30);
+        let names: Vec<Vec<u8>> = (0..40)
+            .map(|i| format!("{common}{:04}", i * 7).into_bytes())
+            .collect();
+        let cells = encode_rows(&names, 3, 50);
+        let cached = with_row_starts(&cells);
+        let (plain, starts) = split(&cached).expect("own trailer");
+        assert_eq!(skip_of(starts), MAX_SKIP);
+        assert_eq!(shared_of(starts), &common.as_bytes()[..MAX_SKIP]);
+        assert!(offsets(starts).len() > 10);
+        let mut sought = names.clone();
+        sought.push(common.as_bytes()[..MAX_SKIP + 3].to_vec());
+        sought.push(format!("{common}0100").into_bytes());
+        sought.push(format!("{common}9").into_bytes());
+        sought.push(b"x".to_vec());
+        sought.push(b"y".to_vec());
         assert_jumps_match_whole_rows(plain, starts, &sought);
     }
 

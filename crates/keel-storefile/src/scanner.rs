@@ -406,7 +406,7 @@ impl<'a> StoreFileScanner<'a> {
             self.current = None;
             // Whole rows first, by the block's row starts; then cell by cell.
             let (cells, starts) = (self.block.cells(), self.block.row_starts());
-            if let Some(start) = row_starts::last_before(cells, starts, key.row())
+            if let Some(start) = row_starts::seek_start(cells, starts, key.row())
                 && start > self.pos
             {
                 self.pos = start;
