@@ -14,19 +14,20 @@ use crate::limits::{CellLimits, check_family_len, check_row_len};
 
 /// One versioned value (or delete marker) of one column of one row.
 ///
-/// The key's row, family and qualifier share one [`Bytes`] and the value has its own, so a cell
-/// decoded from a shared buffer (a WAL entry, a store-file block) slices it instead of copying,
-/// and cloning a cell counts two references. A `Cell` always satisfies the data model's rules: a
+/// The row, family, qualifier and value lie back to back in one [`Bytes`] (as they do in the
+/// encoding and in a memstore chunk), so a cell decoded from a shared buffer (a WAL entry, a
+/// store-file block) is one slice of it, and cloning or dropping a cell counts one reference. A
+/// `Cell` always satisfies the data model's rules: a
 /// non-empty row of at most [`crate::MAX_ROW_LEN`] bytes, a non-empty family of at most
 /// [`crate::MAX_FAMILY_LEN`] bytes, a storable type, and an encoded size within the
 /// [`CellLimits`] it was built or decoded with.
 ///
 /// `Ord` is HBase's `CellComparator` on the key ([`CellKey`]), with the value as a final
 /// tie-break so that the order stays consistent with `Eq`.
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 pub struct Cell {
+    /// The key, whose storage holds the value after the coordinates (and nothing else).
     pub(crate) key: CellKey,
-    pub(crate) value: Bytes,
 }
 
 impl Cell {
@@ -34,7 +35,7 @@ impl Cell {
     ///
     /// ```
     /// let cell = keel_cell::Cell::put("row1", "f", "q", 1_700_000_000_000, "value")?;
-    /// assert_eq!(cell.value().as_ref(), b"value");
+    /// assert_eq!(cell.value(), b"value");
     /// # Ok::<(), keel_cell::CellError>(())
     /// ```
     pub fn put(
@@ -167,7 +168,7 @@ impl Cell {
             timestamp: self.key.timestamp,
             cell_type: self.key.cell_type,
             sequence_id: self.key.sequence_id,
-            value: &self.value,
+            value: self.value(),
         }
     }
 
@@ -225,8 +226,36 @@ impl Cell {
     }
 
     /// The value (empty for delete markers).
-    pub fn value(&self) -> &Bytes {
-        &self.value
+    #[inline]
+    pub fn value(&self) -> &[u8] {
+        self.key.trailing()
+    }
+
+    /// The value as [`Bytes`] sharing the cell's buffer (a reference count, no copy).
+    pub fn value_bytes(&self) -> Bytes {
+        self.key.trailing_bytes()
+    }
+
+    /// This cell with its bytes taken from `storage`, which must hold a copy of its row,
+    /// family, qualifier and value back to back (what [`Cell::coordinates_and_value`] gives):
+    /// lets a store move a cell into memory it owns (keel-memstore's MSLAB chunks). Returns
+    /// `None`, changing nothing, if `storage` does not start with the cell's row, family and
+    /// qualifier or is not as long as they and the value together. (The value's bytes are not
+    /// compared: that would read every value twice on a store's insert path.)
+    pub fn with_storage(&self, storage: Bytes) -> Option<Cell> {
+        let coords = self.key.coordinates();
+        let fits = storage.len() == self.key.storage().len()
+            && storage.get(..coords.len()) == Some(coords);
+        debug_assert!(!fits || storage[coords.len()..] == *self.value());
+        fits.then(|| Cell {
+            key: self.key.moved_to(storage),
+        })
+    }
+
+    /// The row, family and qualifier back to back, and the value: the two parts a store copies
+    /// to make a [`Cell::with_storage`] buffer.
+    pub fn coordinates_and_value(&self) -> [&[u8]; 2] {
+        [self.key.coordinates(), self.value()]
     }
 
     /// Sets the sequence id, as the region does when it applies the edit.
@@ -239,16 +268,69 @@ impl Cell {
         self.key.timestamp = timestamp;
     }
 
-    /// Splits the cell into its key and value.
+    /// Splits the cell into its key and value (the key keeps the cell's buffer, value
+    /// included: [`Cell::from_parts`] joins them again without a copy).
     pub fn into_parts(self) -> (CellKey, Bytes) {
-        (self.key, self.value)
+        let value = self.key.trailing_bytes();
+        (self.key, value)
     }
 
-    /// Joins a key and a value, the inverse of [`Cell::into_parts`]: for a store handing back
-    /// cells it took in whole (keel-memstore). The key's limits were checked when it was made;
-    /// the value's length is not checked again.
+    /// The key, keeping the cell's value in its buffer after the coordinates (invisible to
+    /// the key's equality, hash and order): [`Cell::from_key`] gives the cell back, with no
+    /// reference counted. For a store that keeps cells as keys (keel-memstore's skip list).
+    pub fn into_key(self) -> CellKey {
+        self.key
+    }
+
+    /// The cell whose key this is ([`Cell::into_key`]): its value is the bytes its buffer
+    /// holds after the coordinates, empty for a key made on its own. `None` for a key no cell
+    /// may have: a seek key's bound type, or an empty row or family.
+    #[inline]
+    pub fn from_key(key: CellKey) -> Option<Cell> {
+        let storable = key.cell_type.is_storable()
+            && !key.row().is_empty()
+            && !key.family().is_empty()
+            && key.row().len() <= crate::MAX_ROW_LEN
+            && key.family().len() <= crate::MAX_FAMILY_LEN;
+        storable.then_some(Cell { key })
+    }
+
+    /// Joins a key and a value, the inverse of [`Cell::into_parts`]. The two are copied into
+    /// one buffer unless they already lie there back to back (a pair from `into_parts`). The
+    /// key's limits were checked when it was made; the value's length is not checked again.
     pub fn from_parts(key: CellKey, value: Bytes) -> Cell {
-        Cell { key, value }
+        let trailing = key.trailing();
+        let joined = trailing.as_ptr() == value.as_ptr() && trailing.len() == value.len();
+        if joined || (trailing.is_empty() && value.is_empty()) {
+            return Cell { key };
+        }
+        let coords = key.coordinates();
+        let mut storage = Vec::with_capacity(coords.len() + value.len());
+        storage.extend_from_slice(coords);
+        storage.extend_from_slice(&value);
+        let key = CellKey::in_storage(
+            Bytes::from(storage),
+            [key.row().len(), key.family().len(), coords.len()],
+            key.timestamp,
+            key.cell_type,
+            key.sequence_id,
+        );
+        Cell { key }
+    }
+}
+
+impl PartialEq for Cell {
+    fn eq(&self, other: &Cell) -> bool {
+        self.key == other.key && self.value() == other.value()
+    }
+}
+
+impl Eq for Cell {}
+
+impl std::hash::Hash for Cell {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+        self.value().hash(state);
     }
 }
 
@@ -256,7 +338,7 @@ impl Ord for Cell {
     fn cmp(&self, other: &Cell) -> Ordering {
         self.key
             .cmp(&other.key)
-            .then_with(|| self.value.cmp(&other.value))
+            .then_with(|| self.value().cmp(other.value()))
     }
 }
 
@@ -268,7 +350,7 @@ impl PartialOrd for Cell {
 
 impl fmt::Debug for Cell {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?} = {}", self.key, escape_bytes(&self.value))
+        write!(f, "{:?} = {}", self.key, escape_bytes(self.value()))
     }
 }
 
@@ -333,18 +415,20 @@ impl CellBuilder {
             self.value.len(),
             &self.limits,
         )?;
-        let key = CellKey::joined(
-            self.row,
-            &self.family,
-            &self.qualifier,
+        let (row_len, family_len) = (self.row.len(), self.family.len());
+        let coords_len = row_len + family_len + self.qualifier.len();
+        let mut storage = Vec::with_capacity(coords_len + self.value.len());
+        for part in [&self.row, &self.family, &self.qualifier, &self.value] {
+            storage.extend_from_slice(part);
+        }
+        let key = CellKey::in_storage(
+            Bytes::from(storage),
+            [row_len, family_len, coords_len],
             self.timestamp,
             self.cell_type,
             self.sequence_id,
         );
-        Ok(Cell {
-            key,
-            value: self.value,
-        })
+        Ok(Cell { key })
     }
 }
 
@@ -468,10 +552,79 @@ mod tests {
 
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn a_cell_is_two_bytes_handles_and_its_fixed_fields() {
+    fn a_cell_is_one_bytes_handle_and_its_fixed_fields() {
         // The scanners move cells by value at every step: the size is a cost (docs/cell.md).
         assert_eq!(size_of::<CellKey>(), 64);
-        assert_eq!(size_of::<Cell>(), 96);
+        assert_eq!(size_of::<Cell>(), 64);
+    }
+
+    #[test]
+    fn with_storage_moves_bytes_but_refuses_other_ones() {
+        let cell = Cell::builder("row", "f")
+            .qualifier("q")
+            .timestamp(3)
+            .sequence_id(8)
+            .value("value")
+            .build()
+            .unwrap();
+        let storage = Bytes::from_static(b"xrowfqvalue");
+        let moved = cell.with_storage(storage.slice(1..)).expect("same bytes");
+        assert_eq!(moved, cell);
+        assert_eq!(moved.sequence_id(), 8);
+        assert_eq!(moved.row().as_ptr(), storage[1..].as_ptr());
+        assert_eq!(moved.value().as_ptr(), storage[6..].as_ptr());
+        assert_eq!(
+            (
+                moved.row(),
+                moved.family(),
+                moved.qualifier(),
+                moved.value()
+            ),
+            (&b"row"[..], &b"f"[..], &b"q"[..], &b"value"[..])
+        );
+        assert_eq!(cell.with_storage(storage.slice(..10)), None, "too short");
+        assert_eq!(
+            cell.with_storage(Bytes::from_static(b"rowfrvalue")),
+            None,
+            "another qualifier"
+        );
+    }
+
+    #[test]
+    fn a_key_taken_from_a_cell_gives_the_cell_back_and_ignores_its_value() {
+        let cell = Cell::put("row", "f", "q", 3, "value").unwrap();
+        let other = Cell::put("row", "f", "q", 3, "other").unwrap();
+        assert_ne!(cell, other, "cells differ by value");
+        assert_eq!(cell.key(), other.key(), "their keys do not");
+        let hash = |key: &CellKey| {
+            use std::hash::{BuildHasher, RandomState};
+            let state = RandomState::new();
+            (state.hash_one(key), state.hash_one(key.clone()))
+        };
+        let (a, b) = hash(cell.key());
+        assert_eq!(a, b);
+        let key = cell.clone().into_key();
+        assert_eq!(key.cell_value(), b"value");
+        assert_eq!(Cell::from_key(key.clone()), Some(cell.clone()));
+        let fresh = CellKey::new("row", "f", "q", 3, CellType::Put).unwrap();
+        assert_eq!(fresh, key);
+        assert!(fresh.cell_value().is_empty());
+        let empty = Cell::from_key(fresh).expect("a storable key");
+        assert!(empty.value().is_empty());
+        for seek in [
+            CellKey::first_on_row("row"),
+            CellKey::first_on_column("row", "f", "q"),
+        ] {
+            assert_eq!(Cell::from_key(seek), None, "a seek key is no cell's");
+        }
+        // `into_parts` and `from_parts` rejoin without a copy; other pairs are copied.
+        let (key, value) = cell.clone().into_parts();
+        let rejoined = Cell::from_parts(key.clone(), value);
+        assert_eq!(rejoined.row().as_ptr(), cell.row().as_ptr());
+        let copied = Cell::from_parts(key, Bytes::from_static(b"new"));
+        assert_eq!(copied.value(), b"new");
+        assert_eq!(copied.key(), cell.key());
+        assert_ne!(copied.row().as_ptr(), cell.row().as_ptr());
     }
 
     #[test]

@@ -116,34 +116,30 @@ impl<'a> CellRef<'a> {
 
     /// An owned copy of the cell.
     pub fn to_cell(&self) -> Cell {
-        Cell {
-            key: self.key_with(Bytes::from(
-                [self.row, self.family, self.qualifier].concat(),
-            )),
-            value: Bytes::copy_from_slice(self.value),
-        }
+        self.cell_in(Bytes::from(
+            [self.row, self.family, self.qualifier, self.value].concat(),
+        ))
     }
 
     /// An owned cell whose fields share `buf`, which must be the buffer this cell borrows from
     /// (as [`Bytes::slice_ref`] requires; it panics otherwise).
     pub fn slice_cell(&self, buf: &Bytes) -> Cell {
-        Cell {
-            key: self.key_with(self.coordinates_in(buf)),
-            value: buf.slice_ref(self.value),
-        }
+        self.cell_in(self.storage_in(buf))
     }
 
-    /// The row, family and qualifier as one slice of `buf`: they lie back to back there, as
-    /// both ways of making a `CellRef` (decoding, [`Cell::borrowed`]) leave them; a copy if
-    /// they somehow do not. Panics, as [`Bytes::slice_ref`] would, if they do not lie in `buf`.
-    fn coordinates_in(&self, buf: &Bytes) -> Bytes {
+    /// The row, family, qualifier and value as one slice of `buf`: they lie back to back
+    /// there, as both ways of making a `CellRef` (decoding, [`Cell::borrowed`]) leave them; a
+    /// copy if they somehow do not. Panics, as [`Bytes::slice_ref`] would, if they do not lie
+    /// in `buf`.
+    fn storage_in(&self, buf: &Bytes) -> Bytes {
         let at = |part: &[u8]| part.as_ptr() as usize;
         let back_to_back = at(self.family) == at(self.row) + self.row.len()
-            && at(self.qualifier) == at(self.family) + self.family.len();
+            && at(self.qualifier) == at(self.family) + self.family.len()
+            && at(self.value) == at(self.qualifier) + self.qualifier.len();
         if !back_to_back {
-            return Bytes::from([self.row, self.family, self.qualifier].concat());
+            return Bytes::from([self.row, self.family, self.qualifier, self.value].concat());
         }
-        let len = self.row.len() + self.family.len() + self.qualifier.len();
+        let len = self.row.len() + self.family.len() + self.qualifier.len() + self.value.len();
         let start = at(self.row)
             .checked_sub(at(buf))
             .filter(|start| start + len <= buf.len())
@@ -151,16 +147,19 @@ impl<'a> CellRef<'a> {
         buf.slice(start..start + len)
     }
 
-    /// This cell's key with `coords` (holding its row, family and qualifier) as its storage.
-    fn key_with(&self, coords: Bytes) -> CellKey {
-        CellKey::from_coords(
-            coords,
-            self.row.len(),
-            self.family.len(),
-            self.timestamp,
-            self.cell_type,
-            self.sequence_id,
-        )
+    /// This cell with `storage` (holding its row, family, qualifier and value back to back)
+    /// as its bytes.
+    fn cell_in(&self, storage: Bytes) -> Cell {
+        let (row, family) = (self.row.len(), self.family.len());
+        Cell {
+            key: CellKey::in_storage(
+                storage,
+                [row, family, row + family + self.qualifier.len()],
+                self.timestamp,
+                self.cell_type,
+                self.sequence_id,
+            ),
+        }
     }
 }
 
@@ -182,6 +181,8 @@ mod tests {
         let inside = buf.as_ptr_range();
         assert!(inside.contains(&shared.row().as_ptr()));
         assert!(inside.contains(&shared.qualifier().as_ptr()));
+
+        assert!(inside.contains(&shared.value().as_ptr()));
 
         // Parts that do not lie back to back (no decoder makes these) are copied.
         let apart = CellRef {

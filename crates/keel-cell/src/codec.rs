@@ -44,7 +44,7 @@ impl Cell {
     /// Bytes this cell takes when encoded; also the size checked against
     /// [`CellLimits::max_cell_size`].
     pub fn encoded_len(&self) -> usize {
-        CELL_HEADER_LEN + self.key.coordinates().len() + self.value.len()
+        CELL_HEADER_LEN + self.key.storage().len()
     }
 
     /// Appends the encoded cell to `out`.
@@ -58,11 +58,11 @@ impl Cell {
         out.put_u8(key.family().len() as u8);
         out.put_u8(key.cell_type.code());
         out.put_u32_le(key.qualifier().len() as u32);
-        out.put_u32_le(self.value.len() as u32);
+        out.put_u32_le(self.value().len() as u32);
         out.put_i64_le(key.timestamp);
         out.put_u64_le(key.sequence_id);
-        out.put_slice(key.coordinates());
-        out.put_slice(&self.value);
+        // Row, family, qualifier and value, back to back as the cell holds them.
+        out.put_slice(key.storage());
     }
 
     /// Decodes one cell starting at `offset` in `buf`, checking it against `limits`. Returns the
@@ -193,21 +193,21 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    /// The cell these ranges describe, slicing `buf` (the buffer they were parsed from): one
-    /// slice for the row, family and qualifier, which lie back to back, and one for the value.
+    /// The cell these ranges describe, one slice of `buf` (the buffer they were parsed from):
+    /// the row, family, qualifier and value lie back to back there.
     pub(crate) fn slice_cell(&self, buf: &Bytes) -> Cell {
-        let key = CellKey::from_coords(
-            buf.slice(self.row.start..self.qualifier.end),
-            self.row.len(),
-            self.family.len(),
+        let key = CellKey::in_storage(
+            buf.slice(self.row.start..self.value.end),
+            [
+                self.row.len(),
+                self.family.len(),
+                self.qualifier.end - self.row.start,
+            ],
             self.timestamp,
             self.cell_type,
             self.sequence_id,
         );
-        Cell {
-            key,
-            value: buf.slice(self.value.clone()),
-        }
+        Cell { key }
     }
 }
 

@@ -23,12 +23,16 @@ pub const LATEST_TIMESTAMP: i64 = i64::MAX;
 /// The row, family and qualifier lie back to back in one [`Bytes`] (as they do in the encoding
 /// and in a memstore chunk), so a key decoded from a block or copied into a chunk slices it once:
 /// cloning or dropping a key counts one reference, not three, and a key is 64 bytes, not 112.
-#[derive(Clone, PartialEq, Eq, Hash)]
+/// A cell's key keeps the cell's value after them in the same [`Bytes`] (see [`crate::Cell`]);
+/// the key's own equality, hash and order never look past the qualifier.
+#[derive(Clone)]
 pub struct CellKey {
-    /// Row, family and qualifier, back to back.
-    coords: Bytes,
+    /// Row, family and qualifier, back to back; in a cell's key, its value follows.
+    storage: Bytes,
     row_len: u32,
     family_len: u32,
+    /// Row, family and qualifier together: where the coordinates end in `storage`.
+    coords_len: u32,
     pub(crate) timestamp: i64,
     pub(crate) cell_type: CellType,
     pub(crate) sequence_id: u64,
@@ -85,8 +89,10 @@ impl CellKey {
         sequence_id: u64,
     ) -> CellKey {
         let (row_len, family_len) = (len32(row.len()), len32(family.len()));
+        let coords = join_coords(row, family, qualifier);
         CellKey {
-            coords: join_coords(row, family, qualifier),
+            coords_len: len32(coords.len()),
+            storage: coords,
             row_len,
             family_len,
             timestamp,
@@ -95,23 +101,62 @@ impl CellKey {
         }
     }
 
-    /// A key whose row, family and qualifier are `coords` split at `row_len` and
-    /// `row_len + family_len` (no checks: the decoders check the fields first).
-    pub(crate) fn from_coords(
-        coords: Bytes,
-        row_len: usize,
-        family_len: usize,
+    /// A key whose row, family and qualifier are the first `coords_len` bytes of `storage`
+    /// split at `row_len` and `row_len + family_len`; any bytes after them are a cell's value
+    /// (no checks: the decoders check the fields first).
+    pub(crate) fn in_storage(
+        storage: Bytes,
+        [row_len, family_len, coords_len]: [usize; 3],
         timestamp: i64,
         cell_type: CellType,
         sequence_id: u64,
     ) -> CellKey {
+        debug_assert!(row_len + family_len <= coords_len && coords_len <= storage.len());
         CellKey {
-            coords,
+            storage,
             row_len: len32(row_len),
             family_len: len32(family_len),
+            coords_len: len32(coords_len),
             timestamp,
             cell_type,
             sequence_id,
+        }
+    }
+
+    /// The bytes after the coordinates in this key's storage (a cell's value; none in a key
+    /// made on its own).
+    #[inline]
+    pub(crate) fn trailing(&self) -> &[u8] {
+        &self.storage[self.coords_len as usize..]
+    }
+
+    /// The value of the cell this key was taken from ([`crate::Cell::into_key`]), which its
+    /// buffer holds after the coordinates; empty for a key made on its own. Borrowed: for a
+    /// store that keeps cells as keys and reads them without cloning.
+    #[inline]
+    pub fn cell_value(&self) -> &[u8] {
+        self.trailing()
+    }
+
+    /// [`CellKey::trailing`] as [`Bytes`] sharing the storage (nothing counted when empty).
+    pub(crate) fn trailing_bytes(&self) -> Bytes {
+        if self.storage.len() == self.coords_len as usize {
+            return Bytes::new();
+        }
+        self.storage.slice(self.coords_len as usize..)
+    }
+
+    /// The whole storage: the coordinates, then any trailing bytes.
+    pub(crate) fn storage(&self) -> &Bytes {
+        &self.storage
+    }
+
+    /// This key with `storage` in place of its own, which must hold the same coordinates at
+    /// its start (checked by the caller).
+    pub(crate) fn moved_to(&self, storage: Bytes) -> CellKey {
+        CellKey {
+            storage,
+            ..self.clone()
         }
     }
 
@@ -169,19 +214,19 @@ impl CellKey {
     /// The row.
     #[inline]
     pub fn row(&self) -> &[u8] {
-        &self.coords[..self.row_len as usize]
+        &self.storage[..self.row_len as usize]
     }
 
     /// The column family.
     #[inline]
     pub fn family(&self) -> &[u8] {
-        &self.coords[self.row_len as usize..self.qualifier_start()]
+        &self.storage[self.row_len as usize..self.qualifier_start()]
     }
 
     /// The column qualifier.
     #[inline]
     pub fn qualifier(&self) -> &[u8] {
-        &self.coords[self.qualifier_start()..]
+        &self.storage[self.qualifier_start()..self.coords_len as usize]
     }
 
     #[inline]
@@ -191,24 +236,26 @@ impl CellKey {
 
     /// The row as [`Bytes`] sharing the key's buffer (a reference count, no copy).
     pub fn row_bytes(&self) -> Bytes {
-        self.coords.slice(..self.row_len as usize)
+        self.storage.slice(..self.row_len as usize)
     }
 
     /// The column family as [`Bytes`] sharing the key's buffer.
     pub fn family_bytes(&self) -> Bytes {
-        self.coords
+        self.storage
             .slice(self.row_len as usize..self.qualifier_start())
     }
 
     /// The column qualifier as [`Bytes`] sharing the key's buffer.
     pub fn qualifier_bytes(&self) -> Bytes {
-        self.coords.slice(self.qualifier_start()..)
+        self.storage
+            .slice(self.qualifier_start()..self.coords_len as usize)
     }
 
-    /// The row, family and qualifier back to back, as one [`Bytes`]; their lengths are
-    /// `row().len()`, `family().len()` and `qualifier().len()`.
-    pub fn coordinates(&self) -> &Bytes {
-        &self.coords
+    /// The row, family and qualifier back to back; their lengths are `row().len()`,
+    /// `family().len()` and `qualifier().len()`.
+    #[inline]
+    pub fn coordinates(&self) -> &[u8] {
+        &self.storage[..self.coords_len as usize]
     }
 
     /// Milliseconds since the epoch, or [`LATEST_TIMESTAMP`].
@@ -236,27 +283,13 @@ impl CellKey {
         self.timestamp = timestamp;
     }
 
-    /// This key with its row, family and qualifier taken from other memory holding the same
-    /// bytes back to back (as [`CellKey::coordinates`] returns them): lets a store move a key
-    /// into memory it owns (keel-memstore's MSLAB chunks). Returns `None`, changing nothing, if
-    /// `coords` holds other bytes.
-    pub fn with_storage(&self, coords: Bytes) -> Option<CellKey> {
-        if coords != self.coords {
-            return None;
-        }
-        Some(CellKey {
-            coords,
-            ..self.clone()
-        })
-    }
-
     /// Whether `other` has this key's row, family and qualifier (HBase's
     /// `CellUtil.matchingRowColumn`): one comparison of the joined bytes and two of lengths.
     #[inline]
     pub fn same_column(&self, other: &CellKey) -> bool {
         self.row_len == other.row_len
             && self.family_len == other.family_len
-            && same_bytes(&self.coords, &other.coords)
+            && same_bytes(self.coordinates(), other.coordinates())
     }
 
     /// The key's fields, borrowed.
@@ -338,6 +371,28 @@ fn compare_parts(a: &KeyParts<'_>, b: &KeyParts<'_>, with_sequence_id: bool) -> 
                 }
             })
     })
+}
+
+impl PartialEq for CellKey {
+    fn eq(&self, other: &CellKey) -> bool {
+        self.same_column(other)
+            && self.timestamp == other.timestamp
+            && self.cell_type == other.cell_type
+            && self.sequence_id == other.sequence_id
+    }
+}
+
+impl Eq for CellKey {}
+
+impl std::hash::Hash for CellKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.coordinates().hash(state);
+        self.row_len.hash(state);
+        self.family_len.hash(state);
+        self.timestamp.hash(state);
+        self.cell_type.hash(state);
+        self.sequence_id.hash(state);
+    }
 }
 
 impl Ord for CellKey {
@@ -487,22 +542,6 @@ mod tests {
     }
 
     #[test]
-    fn with_storage_moves_bytes_but_refuses_different_ones() {
-        let mut k = key("row", "f", "q", 3, CellType::Put);
-        k.set_sequence_id(8);
-        let storage = Bytes::from_static(b"xrowfq");
-        let moved = k.with_storage(storage.slice(1..)).expect("same bytes");
-        assert_eq!(moved, k);
-        assert_eq!(moved.sequence_id(), 8);
-        assert_eq!(moved.row().as_ptr(), storage[1..].as_ptr());
-        assert_eq!(
-            (moved.row(), moved.family(), moved.qualifier()),
-            (&b"row"[..], &b"f"[..], &b"q"[..])
-        );
-        assert_eq!(k.with_storage(storage.slice(..5)), None);
-    }
-
-    #[test]
     fn same_column_needs_the_same_split() {
         let k = key("row", "fam", "q", 3, CellType::Put);
         assert!(k.same_column(&key("row", "fam", "q", 9, CellType::Delete)));
@@ -523,7 +562,7 @@ mod tests {
         );
         assert_eq!(k.row_bytes(), "row");
         assert_eq!(k.family_bytes(), "fam");
-        assert_eq!(k.coordinates(), "rowfam");
+        assert_eq!(k.coordinates(), b"rowfam");
         // Equal coordinates split differently are different keys.
         assert_ne!(k, key("ro", "wfam", "", 3, CellType::Put));
         assert_ne!(k, key("row", "fa", "m", 3, CellType::Put));

@@ -112,7 +112,7 @@ fn check_decodes_or_errors(buf: &Bytes) {
                 .timestamp(cell.timestamp())
                 .cell_type(cell.cell_type())
                 .sequence_id(cell.sequence_id())
-                .value(cell.value().clone())
+                .value(cell.value_bytes())
                 .build();
             assert_eq!(
                 rebuilt.as_ref(),

@@ -55,7 +55,7 @@ impl Snapshot {
 
     /// Calls `f` on every cell of the snapshot in order, borrowed, until it breaks: a flush's
     /// cheapest read (no cell is cloned).
-    pub fn visit(&self, f: impl FnMut(&CellKey, &Bytes) -> ControlFlow<()>) {
+    pub fn visit(&self, f: impl FnMut(&CellKey, &[u8]) -> ControlFlow<()>) {
         crate::visit::visit(&[&self.segment], &.., u64::MAX, f);
     }
 
@@ -193,7 +193,7 @@ impl MemStore {
         &self,
         range: impl RangeBounds<CellKey>,
         read_point: u64,
-        f: impl FnMut(&CellKey, &Bytes) -> ControlFlow<()>,
+        f: impl FnMut(&CellKey, &[u8]) -> ControlFlow<()>,
     ) {
         let (active, snapshot) = {
             let guard = self.segments.read();

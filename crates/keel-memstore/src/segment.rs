@@ -13,9 +13,10 @@ use keel_cell::{Cell, CellKey};
 use crate::chunk::{ChunkPool, Mslab};
 use crate::row_filter::{RowFilter, row_hash};
 
-/// Estimated heap bytes per stored cell beyond its data: the key and value handles plus the
-/// skiplist node's header and average tower (HBase counts a fixed per-cell overhead likewise).
-pub const CELL_OVERHEAD_BYTES: u64 = (size_of::<MemKey>() + size_of::<Bytes>() + 48) as u64;
+/// Estimated heap bytes per stored cell beyond its data: the key (whose handle holds the value
+/// too) and the value's length, plus the skiplist node's header and average tower (HBase
+/// counts a fixed per-cell overhead likewise).
+pub const CELL_OVERHEAD_BYTES: u64 = (size_of::<MemKey>() + size_of::<u64>() + 48) as u64;
 
 /// Sizes of a segment (or of the whole memstore): what the region's flush decisions read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,15 +150,20 @@ impl SizeCounters {
 #[derive(Debug)]
 pub(crate) struct Segment {
     pub(crate) id: u64,
-    cells: SkipList<MemKey, Bytes>,
+    /// Each cell as its key ([`Cell::into_key`]: the value lies after the coordinates in the
+    /// key's buffer), with its value's length for the size accounting.
+    cells: SkipList<MemKey, u64>,
     /// The rows this segment has held a cell of, so a get of another row skips it.
     rows: RowFilter,
     mslab: Option<Mslab>,
     max_copied_cell: usize,
 }
 
-fn data_len(key: &CellKey, value: &Bytes) -> usize {
-    key.row().len() + key.family().len() + key.qualifier().len() + value.len()
+fn data_len(cell: &Cell) -> usize {
+    cell.coordinates_and_value()
+        .iter()
+        .map(|part| part.len())
+        .sum()
 }
 
 impl Segment {
@@ -174,32 +180,28 @@ impl Segment {
     /// Adds a cell, copying its bytes into memory this segment owns so that the memstore never
     /// pins the caller's (request) buffers.
     pub(crate) fn add(&self, cell: Cell, pool: &ChunkPool, counters: &SizeCounters) {
-        let (key, value) = cell.into_parts();
         // Before the insert: a reader that can see the cell must find its row in the filter.
-        self.rows.insert(row_hash(key.row()));
-        let len = data_len(&key, &value);
-        let parts = [key.coordinates().as_ref(), value.as_ref()];
+        self.rows.insert(row_hash(cell.row()));
+        let len = data_len(&cell);
+        let parts = cell.coordinates_and_value();
         let copy = match &self.mslab {
             Some(mslab) if len <= self.max_copied_cell => mslab.copy(pool, parts, len),
             _ => Bytes::from(parts.concat()),
         };
-        let qualifier_end = key.coordinates().len();
-        let stored = key.with_storage(copy.slice(..qualifier_end));
-        // The copy holds the very bytes of the key, so `with_storage` accepts it; keeping the
-        // original key is only a fallback that cannot lose data.
-        let stored = stored.unwrap_or_else(|| key.clone());
-        let value = copy.slice(qualifier_end..);
+        let value_len = cell.value().len() as u64;
+        // The copy holds the very bytes of the cell, so `with_storage` accepts it; keeping the
+        // original cell is only a fallback that cannot lose data.
+        let stored = cell.with_storage(copy).unwrap_or(cell);
         // One search: insert, replacing an identical key. The closure runs only when the key is
         // present and notes the value it replaces, so the sizes stay exact even when two adds of
         // one key race (the skiplist orders them: one inserts, the other replaces).
-        let value_len = value.len() as u64;
         let replaced = std::cell::Cell::new(None);
         let guard = &epoch::pin();
         let entry = self.cells.compare_insert(
-            MemKey::new(stored),
-            value,
+            MemKey::new(stored.into_key()),
+            value_len,
             |old| {
-                replaced.set(Some(old.len() as u64));
+                replaced.set(Some(*old));
                 true
             },
             guard,
@@ -225,7 +227,8 @@ impl Segment {
         let guard = &epoch::pin();
         match self.cells.remove(&MemKey::new(key.clone()), guard) {
             Some(entry) => {
-                counters.unrecord(data_len(entry.key().cell_key(), entry.value()) as u64);
+                let key = entry.key().cell_key();
+                counters.unrecord((key.coordinates().len() as u64) + *entry.value());
                 entry.release(guard);
                 true
             }
@@ -262,10 +265,14 @@ impl Segment {
             }
             // The node is in cache now; the cell's bytes lie in a chunk elsewhere, and the
             // caller's first comparison of them would wait for memory, cell after cell. Asked
-            // for here, they load while the walk goes on.
-            keel_sync::prefetch(key.coordinates());
-            keel_sync::prefetch(current.value());
-            out.push_back(Cell::from_parts(key.clone(), current.value().clone()));
+            // for here, they load while the walk goes on. Every key stored is a cell's (`add`),
+            // so `from_key` always gives the cell back.
+            if let Some(cell) = Cell::from_key(key.clone()) {
+                for part in cell.coordinates_and_value() {
+                    keel_sync::prefetch(part);
+                }
+                out.push_back(cell);
+            }
             taken += 1;
             if taken == max {
                 return;
@@ -280,7 +287,7 @@ impl Segment {
         &'a self,
         from: Bound<&CellKey>,
         guard: &'g Guard,
-    ) -> Option<Entry<'a, 'g, MemKey, Bytes>> {
+    ) -> Option<Entry<'a, 'g, MemKey, u64>> {
         match from {
             Bound::Unbounded => self.cells.front(guard),
             bound => {
@@ -325,9 +332,9 @@ impl Segment {
 
 /// `entry` or the first entry after it whose sequence id is at most `read_point`.
 pub(crate) fn visible<'a, 'g>(
-    mut entry: Option<Entry<'a, 'g, MemKey, Bytes>>,
+    mut entry: Option<Entry<'a, 'g, MemKey, u64>>,
     read_point: u64,
-) -> Option<Entry<'a, 'g, MemKey, Bytes>> {
+) -> Option<Entry<'a, 'g, MemKey, u64>> {
     while let Some(current) = entry {
         if current.key().cell_key().sequence_id() <= read_point {
             return Some(current);

@@ -39,7 +39,7 @@ fn scan_is_ordered_and_hides_cells_above_the_read_point() {
     let values = |read_point| -> Vec<Bytes> {
         memstore
             .scanner(.., read_point)
-            .map(|cell| cell.value().clone())
+            .map(|cell| cell.value_bytes())
             .collect()
     };
     assert_eq!(values(0), Vec::<Bytes>::new());
@@ -61,7 +61,7 @@ fn get_returns_one_column_newest_first() {
         cell("s", "b", 1, 4, "s"),
     ]);
     let got = memstore.get(&"r".into(), b"f", b"b", 10);
-    let values: Vec<_> = got.iter().map(|cell| cell.value().clone()).collect();
+    let values: Vec<_> = got.iter().map(|cell| cell.value_bytes()).collect();
     assert_eq!(values, vec![Bytes::from("b5"), Bytes::from("b1")]);
     assert!(memstore.get(&"r".into(), b"f", b"b", 2).len() == 1);
 }
@@ -134,7 +134,7 @@ fn the_newest_segment_wins_on_an_identical_key() {
     memstore.add([cell("a", "q", 1, 1, "first")]);
     let _snapshot = memstore.snapshot();
     memstore.add([cell("a", "q", 1, 1, "second")]);
-    let values: Vec<_> = memstore.scanner(.., 1).map(|c| c.value().clone()).collect();
+    let values: Vec<_> = memstore.scanner(.., 1).map(|c| c.value_bytes()).collect();
     assert_eq!(values, vec![Bytes::from("second")]);
 }
 
@@ -205,7 +205,7 @@ fn chunks_are_reused_only_after_every_reader_lets_go() {
     // New writes must not reuse the chunk the reader still points into.
     memstore.add((0..10).map(|i| cell(&format!("w{i}"), "q", 1, 2, "ZZZZZZZZZZ")));
     assert_eq!(pool.stats().reused, 0);
-    assert_eq!(held.value().as_ref(), b"0123456789");
+    assert_eq!(held.value(), b"0123456789");
     assert_eq!(
         reader.count(),
         9,
@@ -246,7 +246,7 @@ fn visit_borrows_in_scanner_order_and_stops_on_break() {
     memstore.add([cell("b", "q", 1, 2, "b"), cell("d", "q", 1, 9, "hidden")]);
     let mut seen = Vec::new();
     memstore.visit(.., 5, |key, value| {
-        seen.push((key.row_bytes(), value.clone()));
+        seen.push((key.row_bytes(), value.to_vec()));
         std::ops::ControlFlow::Continue(())
     });
     let rows: Vec<_> = seen.iter().map(|(row, _)| row.clone()).collect();
@@ -286,6 +286,6 @@ fn rollback_removes_exactly_the_written_cells_and_their_size() {
         );
         let left: Vec<Cell> = store.scanner(.., u64::MAX).collect();
         assert_eq!(left.len(), 1);
-        assert_eq!(&left[0].value()[..], b"keep");
+        assert_eq!(left[0].value(), b"keep");
     }
 }

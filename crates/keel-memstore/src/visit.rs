@@ -7,7 +7,6 @@
 
 use std::ops::{ControlFlow, RangeBounds};
 
-use bytes::Bytes;
 use crossbeam_epoch as epoch;
 use crossbeam_skiplist::base::Entry;
 use keel_cell::CellKey;
@@ -20,12 +19,12 @@ pub(crate) fn visit(
     segments: &[&Segment],
     range: &impl RangeBounds<CellKey>,
     read_point: u64,
-    mut f: impl FnMut(&CellKey, &Bytes) -> ControlFlow<()>,
+    mut f: impl FnMut(&CellKey, &[u8]) -> ControlFlow<()>,
 ) {
     // One pin for the whole walk: the entries are borrowed under it. (A flush's walk holds it
     // for the segment's length, which only delays freeing what is removed meanwhile.)
     let guard = &epoch::pin();
-    let mut heads: Vec<Option<Entry<'_, '_, MemKey, Bytes>>> = segments
+    let mut heads: Vec<Option<Entry<'_, '_, MemKey, u64>>> = segments
         .iter()
         .map(|segment| visible(segment.first_entry(range.start_bound(), guard), read_point))
         .collect();
@@ -50,10 +49,11 @@ pub(crate) fn visit(
         // waited for memory at every cell).
         let next = visible(entry.next(), read_point);
         if let Some(next) = &next {
-            keel_sync::prefetch(next.key().cell_key().coordinates());
-            keel_sync::prefetch(next.value());
+            let next = next.key().cell_key();
+            keel_sync::prefetch(next.coordinates());
+            keel_sync::prefetch(next.cell_value());
         }
-        if f(key, entry.value()).is_break() {
+        if f(key, key.cell_value()).is_break() {
             return;
         }
         for older in &mut heads[index + 1..] {

@@ -116,9 +116,7 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
         match op {
             Op::Add(cells) => {
                 for cell in &cells {
-                    oracle
-                        .active
-                        .insert(cell.key().clone(), cell.value().clone());
+                    oracle.active.insert(cell.key().clone(), cell.value_bytes());
                 }
                 memstore.add(cells);
             }
@@ -133,7 +131,7 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                 prop_assert_eq!(&got, &expected);
                 let mut visited = Vec::new();
                 snapshot.visit(|key, value| {
-                    visited.push((key.clone(), value.clone()));
+                    visited.push((key.clone(), Bytes::copy_from_slice(value)));
                     std::ops::ControlFlow::Continue(())
                 });
                 prop_assert_eq!(visited, expected);
@@ -159,8 +157,8 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                 .collect();
                 prop_assert_eq!(&got, &expected);
                 let mut visited = Vec::new();
-                let mut collect = |key: &CellKey, value: &Bytes| {
-                    visited.push((key.clone(), value.clone()));
+                let mut collect = |key: &CellKey, value: &[u8]| {
+                    visited.push((key.clone(), Bytes::copy_from_slice(value)));
                     std::ops::ControlFlow::Continue(())
                 };
                 match &from {

@@ -84,7 +84,10 @@ fn run(mslab: bool) {
                     } else {
                         let mut cells = Vec::new();
                         memstore.visit(.., read_point, |key, value| {
-                            cells.push(Cell::from_parts(key.clone(), value.clone()));
+                            cells.push(Cell::from_parts(
+                                key.clone(),
+                                bytes::Bytes::copy_from_slice(value),
+                            ));
                             std::ops::ControlFlow::Continue(())
                         });
                         cells

@@ -148,7 +148,7 @@ fn an_operations_error_is_its_own_and_the_batch_goes_on() {
         cells
             .iter()
             .find(|c| c.qualifier() == q.as_bytes())
-            .map(|c| c.value().clone())
+            .map(|c| c.value_bytes())
             .expect("column")
     };
     assert_eq!(value("text"), Bytes::from_static(b"abc"));

@@ -112,7 +112,7 @@ fn counting_rows_first_key_only_and_key_only() {
             ..Scan::all(i64::MAX / 2)
         })
         .expect("scan");
-    assert_eq!(&rows[0][0].value()[..], &[0, 0, 0, 1]);
+    assert_eq!(rows[0][0].value(), &[0, 0, 0, 1]);
 }
 
 #[test]
@@ -514,7 +514,7 @@ fn a_get_takes_a_filter_too() {
         .expect("get");
     let shown: Vec<(Bytes, Bytes)> = got
         .iter()
-        .map(|c| (c.qualifier_bytes(), c.value().clone()))
+        .map(|c| (c.qualifier_bytes(), c.value_bytes()))
         .collect();
     assert_eq!(
         shown,

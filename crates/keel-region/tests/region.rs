@@ -313,7 +313,7 @@ fn latest_value(
     };
     visible(written, row, &query, rules)
         .first()
-        .map(|c| c.value().clone())
+        .map(|c| c.value_bytes())
 }
 
 /// The oracle's answer for one row: the cells written to it, the last of equal keys winning.
@@ -425,7 +425,7 @@ proptest! {
                     let cell = Cell::put("r1", "f", "x", 3, format!("cas{cas_round}")).expect("cell");
                     let applied = o
                         .region
-                        .check_and_mutate(b"r1", b"f", b"x", |v| v == target.as_ref(), vec![cell.clone()], Durability::SyncWal)
+                        .check_and_mutate(b"r1", b"f", b"x", |v| v == target.as_deref(), vec![cell.clone()], Durability::SyncWal)
                         .expect("check and mutate");
                     prop_assert_eq!(applied, current == target);
                     if applied {
@@ -506,8 +506,8 @@ proptest! {
             for row in ["r1", "r2"] {
                 let got = o.region.get(row.as_bytes(), &query).expect("get");
                 let expected = visible(&written, row, &query, &rules);
-                let got_values: Vec<Bytes> = got.iter().map(|c| c.value().clone()).collect();
-                let expected_values: Vec<Bytes> = expected.iter().map(|c| c.value().clone()).collect();
+                let got_values: Vec<Bytes> = got.iter().map(|c| c.value_bytes()).collect();
+                let expected_values: Vec<Bytes> = expected.iter().map(|c| c.value_bytes()).collect();
                 prop_assert_eq!(&got_values, &expected_values);
                 if !expected_values.is_empty() {
                     expected_rows.push(expected_values);
@@ -524,7 +524,7 @@ proptest! {
                 .scan(&scan)
                 .expect("scan")
                 .into_iter()
-                .map(|row| row.iter().map(|c| c.value().clone()).collect())
+                .map(|row| row.iter().map(|c| c.value_bytes()).collect())
                 .collect();
             prop_assert_eq!(scanned, expected_rows);
             let value = o.region.get(b"cnt", &ReadQuery::latest(u64::MAX, 0)).expect("get").first().map(|c| {
@@ -621,7 +621,7 @@ fn increments_append_and_check_and_mutate_read_modify_write() {
             b"row",
             b"f",
             b"s",
-            |v| v.is_some_and(|v| &v[..] == b"nope"),
+            |v| v.is_some_and(|v| v == b"nope"),
             vec![put("row", "t", 1, "x")],
             Durability::SyncWal,
         )
@@ -632,7 +632,7 @@ fn increments_append_and_check_and_mutate_read_modify_write() {
             b"row",
             b"f",
             b"s",
-            |v| v.is_some_and(|v| &v[..] == b"abcdef"),
+            |v| v.is_some_and(|v| v == b"abcdef"),
             vec![put("row", "t", 1, "x")],
             Durability::SyncWal,
         )
@@ -710,7 +710,7 @@ fn check_and_mutate_is_linearizable_on_one_row() {
             scope.spawn(move || {
                 for _ in 0..60 {
                     let query = ReadQuery::latest(0, 0);
-                    let seen = region.get(b"cas", &query).expect("get")[0].value().clone();
+                    let seen = region.get(b"cas", &query).expect("get")[0].value_bytes();
                     let n: u64 = std::str::from_utf8(&seen)
                         .expect("utf8")
                         .parse()
@@ -733,9 +733,7 @@ fn check_and_mutate_is_linearizable_on_one_row() {
             });
         }
     });
-    let value = o.region.get(b"cas", &ReadQuery::latest(0, 0)).expect("get")[0]
-        .value()
-        .clone();
+    let value = o.region.get(b"cas", &ReadQuery::latest(0, 0)).expect("get")[0].value_bytes();
     let value: u64 = std::str::from_utf8(&value)
         .expect("utf8")
         .parse()
@@ -1197,7 +1195,7 @@ fn a_put_after_fast_increments_is_the_latest_version() {
         .latest(b"c", b"f", b"n")
         .expect("get")
         .expect("a value");
-    assert_eq!(&latest.value()[..], &7i64.to_be_bytes());
+    assert_eq!(latest.value(), &7i64.to_be_bytes());
     let (value, _) = o
         .region
         .increment(b"c", b"f", b"n", 1, Durability::SkipWal)

@@ -178,7 +178,7 @@ fn expected(written: &[Cell], scan: &Scan, rules: &FamilyRules) -> Vec<Vec<Bytes
         None => out,
     };
     out.into_iter()
-        .map(|r| r.iter().map(|c| c.value().clone()).collect())
+        .map(|r| r.iter().map(|c| c.value_bytes()).collect())
         .collect()
 }
 
@@ -214,7 +214,7 @@ proptest! {
                 .scan(scan)
                 .expect("scan")
                 .into_iter()
-                .map(|r| r.iter().map(|c| c.value().clone()).collect())
+                .map(|r| r.iter().map(|c| c.value_bytes()).collect())
                 .collect();
             prop_assert_eq!(got, expected(&written, scan, &rules), "{:?}", scan);
         }

@@ -38,7 +38,7 @@ fn value(region: &Region, row: &str) -> Option<Bytes> {
     region
         .latest(row.as_bytes(), b"f", b"q")
         .expect("read")
-        .map(|c| c.value().clone())
+        .map(|c| c.value_bytes())
 }
 
 #[test]

@@ -142,7 +142,7 @@ fn row_result(row: Bytes, cells: &[Cell], sorted: bool) -> TRowResult {
             (
                 columns::name(c.family(), c.qualifier()),
                 TCell {
-                    value: c.value().clone(),
+                    value: c.value_bytes(),
                     timestamp: c.timestamp(),
                 },
             )
@@ -690,7 +690,7 @@ impl Handler {
                 .into_iter()
                 .flatten()
                 .map(|c| TCell {
-                    value: c.value().clone(),
+                    value: c.value_bytes(),
                     timestamp: c.timestamp(),
                 })
                 .collect(),
@@ -752,7 +752,7 @@ impl Handler {
             cells
                 .iter()
                 .map(|c| TCell {
-                    value: c.value().clone(),
+                    value: c.value_bytes(),
                     timestamp: c.timestamp(),
                 })
                 .collect(),
@@ -859,7 +859,7 @@ impl Handler {
             cells
                 .iter()
                 .map(|c| TCell {
-                    value: c.value().clone(),
+                    value: c.value_bytes(),
                     timestamp: c.timestamp(),
                 })
                 .collect(),

@@ -59,7 +59,7 @@ pub(crate) enum RmwOp {
 
 impl RmwOp {
     /// The new value, from the current one.
-    pub(crate) fn apply(&self, row: &[u8], current: Option<&Bytes>) -> Result<Bytes, RegionError> {
+    pub(crate) fn apply(&self, row: &[u8], current: Option<&[u8]>) -> Result<Bytes, RegionError> {
         match self {
             RmwOp::Increment(delta) => {
                 let old = match current {
@@ -348,7 +348,7 @@ impl Region {
             let column = &mut columns[at];
             let built = request
                 .op
-                .apply(row, column.value.as_ref())
+                .apply(row, column.value.as_deref())
                 .and_then(|value| {
                     let timestamp = column
                         .timestamp
@@ -458,7 +458,7 @@ impl Region {
             family: request.family.clone(),
             qualifier: request.qualifier.clone(),
             timestamp: current.as_ref().map(Cell::timestamp),
-            value: current.map(|c| c.value().clone()),
+            value: current.map(|c| c.value_bytes()),
         });
         Ok(columns.len() - 1)
     }

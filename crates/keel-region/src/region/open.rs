@@ -188,6 +188,7 @@ impl Region {
             snapshot_bytes: Mutex::new(None),
             flush_requested: AtomicBool::new(false),
             last_server_ts: std::sync::atomic::AtomicI64::new(0),
+            get_cells_hint: std::sync::atomic::AtomicUsize::new(0),
             flush_cause: crate::trace::Cause::default(),
             compaction_queued: std::sync::atomic::AtomicU8::new(0),
             flush_delayed_since: Mutex::new(None),

@@ -1,6 +1,7 @@
 //! Reads: gets and streaming scans merged from memstores and store files at one read point.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use keel_cell::{Cell, CellKey};
@@ -32,7 +33,8 @@ impl Region {
             .filter(|(name, _)| wants_family(query, name))
             .collect();
         let mut matcher = Matcher::borrowing(query, read_point, &self.family_rules);
-        let mut out = Vec::new();
+        let hint = self.get_cells_hint.load(Ordering::Relaxed);
+        let mut out = Vec::with_capacity(hint);
         for (name, store) in wanted {
             // Files and memstore taken under the file-list lock, so a flush finishing meanwhile
             // cannot move cells from one to the other unseen. The lock is held through the get
@@ -66,6 +68,10 @@ impl Region {
                     out.push(cell);
                 }
             }
+        }
+        let seen = out.len().min(1024);
+        if seen != hint {
+            self.get_cells_hint.store(seen, Ordering::Relaxed);
         }
         Ok(out)
     }

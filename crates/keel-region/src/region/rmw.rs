@@ -129,7 +129,7 @@ impl Region {
         row: &[u8],
         family: &[u8],
         qualifier: &[u8],
-        check: impl FnOnce(Option<&Bytes>) -> bool,
+        check: impl FnOnce(Option<&[u8]>) -> bool,
         cells: Vec<Cell>,
         durability: Durability,
     ) -> Result<bool, RegionError> {

@@ -315,7 +315,7 @@ impl Table {
     ) -> Result<Option<Bytes>, RegionError> {
         Ok(self
             .following(|r| r.region_for(row).latest(row, family, qualifier))?
-            .map(|c| c.value().clone()))
+            .map(|c| c.value_bytes()))
     }
 
     /// Adds `delta` to a counter and returns the new value, at the default durability.
@@ -352,7 +352,7 @@ impl Table {
         row: &[u8],
         family: &[u8],
         qualifier: &[u8],
-        check: impl Fn(Option<&Bytes>) -> bool,
+        check: impl Fn(Option<&[u8]>) -> bool,
         cells: Vec<Cell>,
         durability: Durability,
     ) -> Result<bool, RegionError> {
