@@ -29,10 +29,10 @@ pub const LATEST_TIMESTAMP: i64 = i64::MAX;
 pub struct CellKey {
     /// Row, family and qualifier, back to back; in a cell's key, its value follows.
     storage: Bytes,
-    row_len: u32,
-    family_len: u32,
+    pub(crate) row_len: u32,
+    pub(crate) family_len: u32,
     /// Row, family and qualifier together: where the coordinates end in `storage`.
-    coords_len: u32,
+    pub(crate) coords_len: u32,
     pub(crate) timestamp: i64,
     pub(crate) cell_type: CellType,
     pub(crate) sequence_id: u64,
