@@ -304,16 +304,33 @@ impl Cell {
         if joined || (trailing.is_empty() && value.is_empty()) {
             return Cell { key };
         }
-        let coords = key.coordinates();
-        let mut storage = Vec::with_capacity(coords.len() + value.len());
-        storage.extend_from_slice(coords);
-        storage.extend_from_slice(&value);
-        let key = CellKey::in_storage(
-            Bytes::from(storage),
-            [key.row().len(), key.family().len(), coords.len()],
+        Cell::joined(
+            [key.row(), key.family(), key.qualifier(), &value],
             key.timestamp,
             key.cell_type,
             key.sequence_id,
+        )
+    }
+
+    /// A cell whose row, family, qualifier and value are copied back to back into one new
+    /// buffer (no checks: every caller's fields were checked, or came from a cell).
+    pub(crate) fn joined(
+        [row, family, qualifier, value]: [&[u8]; 4],
+        timestamp: i64,
+        cell_type: CellType,
+        sequence_id: u64,
+    ) -> Cell {
+        let coords_len = row.len() + family.len() + qualifier.len();
+        let mut storage = Vec::with_capacity(coords_len + value.len());
+        for part in [row, family, qualifier, value] {
+            storage.extend_from_slice(part);
+        }
+        let key = CellKey::in_storage(
+            Bytes::from(storage),
+            [row.len(), family.len(), coords_len],
+            timestamp,
+            cell_type,
+            sequence_id,
         );
         Cell { key }
     }
@@ -415,20 +432,12 @@ impl CellBuilder {
             self.value.len(),
             &self.limits,
         )?;
-        let (row_len, family_len) = (self.row.len(), self.family.len());
-        let coords_len = row_len + family_len + self.qualifier.len();
-        let mut storage = Vec::with_capacity(coords_len + self.value.len());
-        for part in [&self.row, &self.family, &self.qualifier, &self.value] {
-            storage.extend_from_slice(part);
-        }
-        let key = CellKey::in_storage(
-            Bytes::from(storage),
-            [row_len, family_len, coords_len],
+        Ok(Cell::joined(
+            [&self.row, &self.family, &self.qualifier, &self.value],
             self.timestamp,
             self.cell_type,
             self.sequence_id,
-        );
-        Ok(Cell { key })
+        ))
     }
 }
 

@@ -116,35 +116,41 @@ impl<'a> CellRef<'a> {
 
     /// An owned copy of the cell.
     pub fn to_cell(&self) -> Cell {
-        self.cell_in(Bytes::from(
-            [self.row, self.family, self.qualifier, self.value].concat(),
-        ))
+        Cell::joined(
+            [self.row, self.family, self.qualifier, self.value],
+            self.timestamp,
+            self.cell_type,
+            self.sequence_id,
+        )
     }
 
     /// An owned cell whose fields share `buf`, which must be the buffer this cell borrows from
     /// (as [`Bytes::slice_ref`] requires; it panics otherwise).
     pub fn slice_cell(&self, buf: &Bytes) -> Cell {
-        self.cell_in(self.storage_in(buf))
+        match self.storage_in(buf) {
+            Some(storage) => self.cell_in(storage),
+            None => self.to_cell(),
+        }
     }
 
     /// The row, family, qualifier and value as one slice of `buf`: they lie back to back
-    /// there, as both ways of making a `CellRef` (decoding, [`Cell::borrowed`]) leave them; a
-    /// copy if they somehow do not. Panics, as [`Bytes::slice_ref`] would, if they do not lie
-    /// in `buf`.
-    fn storage_in(&self, buf: &Bytes) -> Bytes {
+    /// there, as both ways of making a `CellRef` (decoding, [`Cell::borrowed`]) leave them;
+    /// `None` if they somehow do not (the caller copies). Panics, as [`Bytes::slice_ref`]
+    /// would, if they do not lie in `buf`.
+    fn storage_in(&self, buf: &Bytes) -> Option<Bytes> {
         let at = |part: &[u8]| part.as_ptr() as usize;
         let back_to_back = at(self.family) == at(self.row) + self.row.len()
             && at(self.qualifier) == at(self.family) + self.family.len()
             && at(self.value) == at(self.qualifier) + self.qualifier.len();
         if !back_to_back {
-            return Bytes::from([self.row, self.family, self.qualifier, self.value].concat());
+            return None;
         }
         let len = self.row.len() + self.family.len() + self.qualifier.len() + self.value.len();
         let start = at(self.row)
             .checked_sub(at(buf))
             .filter(|start| start + len <= buf.len())
             .expect("CellRef::slice_cell: the cell does not lie in `buf`");
-        buf.slice(start..start + len)
+        Some(buf.slice(start..start + len))
     }
 
     /// This cell with `storage` (holding its row, family, qualifier and value back to back)
