@@ -4,7 +4,8 @@
 //! of medians with their spread, then `figure: peers_<workload>_<durability>_keel_vs_best` per
 //! row and `figure: peers_columns_vs_cell_<workload>` for the reads and scans.
 //! `--rows a,increment`, `--engines keel,sled` (`keel-columns` or `keel-cell` for one layout)
-//! and `--rounds N` narrow or lengthen a run.
+//! and `--rounds N` narrow or lengthen a run. Keel runs with in-memory compaction `BASIC`;
+//! `--in-memory-compaction NONE` (HBase's default) measures it without.
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
@@ -27,6 +28,9 @@ fn main() -> Result<(), String> {
     if let Some(rounds) = list("--rounds").and_then(|r| r.first()?.parse().ok()) {
         plan.rounds = rounds;
     }
+    if let Some(policy) = list("--in-memory-compaction").and_then(|p| p.first().cloned()) {
+        plan.in_memory_compaction = policy.parse()?;
+    }
     if let Some(rows) = list("--rows") {
         plan.rows.retain(|r| rows.iter().any(|n| n == r.name));
     }
@@ -40,10 +44,11 @@ fn main() -> Result<(), String> {
             .retain(|p| engines.iter().any(|e| *e == p.name().to_lowercase()));
     }
     println!(
-        "peers: {} records of 10 x 100 B, {} YCSB threads, {} round(s), engines alternate their order each round; peers: {}",
+        "peers: {} records of 10 x 100 B, {} YCSB threads, {} round(s), engines alternate their order each round; Keel's in-memory compaction {}; peers: {}",
         plan.records,
         plan.threads,
         plan.rounds,
+        plan.in_memory_compaction,
         plan.peers
             .iter()
             .map(|p| p.name())

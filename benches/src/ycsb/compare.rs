@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use keel_region::{Durability, EngineOptions, FamilyOptions};
+use keel_region::{Durability, EngineOptions, FamilyOptions, InMemoryCompaction};
 
 use super::db::Target;
 use super::peers::{self, Peer, PeerKind, WriteMode};
@@ -90,6 +90,9 @@ pub struct Plan {
     pub peers: Vec<PeerKind>,
     /// Keel's layouts that run (fewer only to profile one layout, or a peer alone).
     pub layouts: Vec<Layout>,
+    /// Keel's in-memory compaction (`BASIC` unless asked otherwise: a setting an HBase user
+    /// chooses per table or server, like the layout; `NONE` is HBase's default).
+    pub in_memory_compaction: InMemoryCompaction,
 }
 
 impl Plan {
@@ -129,6 +132,7 @@ impl Plan {
             ],
             peers: PeerKind::built(),
             layouts: vec![Layout::Columns, Layout::Cell],
+            in_memory_compaction: InMemoryCompaction::Basic,
         }
     }
 
@@ -188,8 +192,12 @@ pub fn measure(
                 _ => Durability::SyncWal,
             };
             let store = Arc::new(
-                keel_region::Engine::open(dir, EngineOptions::default())
-                    .map_err(|e| format!("opening Keel in {}: {e}", dir.display()))?,
+                keel_region::Engine::open(dir, {
+                    let mut options = EngineOptions::default();
+                    options.limits.in_memory_compaction = plan.in_memory_compaction;
+                    options
+                })
+                .map_err(|e| format!("opening Keel in {}: {e}", dir.display()))?,
             );
             let outcome = match row.work {
                 Work::Ycsb(workload) => {

@@ -43,6 +43,7 @@
 #![warn(missing_docs)]
 
 mod chunk;
+mod flat;
 mod memstore;
 mod options;
 mod row_filter;

@@ -6,12 +6,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use keel_cell::{Cell, CellKey};
-use keel_sync::RwLock;
+use keel_sync::{Mutex, RwLock};
 
 use crate::chunk::ChunkPool;
+use crate::flat::FlatSegment;
 use crate::options::MemStoreOptions;
 use crate::scanner::{FIRST_BATCH, MemStoreScanner};
-use crate::segment::{Segment, SegmentSize, SizeCounters};
+use crate::segment::{AnySegment, Segment, SegmentSize, SizeCounters};
 
 /// Chunks a memstore's own pool keeps when none is shared in ([`MemStore::new`]): 64 × 2 MiB.
 pub const DEFAULT_POOLED_CHUNKS: usize = 64;
@@ -32,20 +33,42 @@ pub enum MemStoreError {
 #[derive(Debug)]
 struct Segments {
     active: Arc<Segment>,
-    snapshot: Option<Arc<Segment>>,
+    /// Frozen by in-memory flushes and not yet flushed to disk, newest first: skip lists
+    /// waiting to be flattened, and the flat array of everything flattened so far.
+    pipeline: Vec<AnySegment>,
+    snapshot: Option<Snapshot>,
+    /// Moves on whenever cells leave the pipeline other than by flattening (a snapshot, a
+    /// rollback), so a flattening that read the old pipeline does not install its copy.
+    generation: u64,
 }
 
-/// A frozen segment waiting to be flushed ([`MemStore::snapshot`]).
+impl Segments {
+    /// Every segment a reader reads, newest first.
+    fn all(&self) -> impl Iterator<Item = AnySegment> + '_ {
+        std::iter::once(AnySegment::List(Arc::clone(&self.active)))
+            .chain(self.pipeline.iter().cloned())
+            .chain(
+                self.snapshot
+                    .iter()
+                    .flat_map(|s| s.segments.iter().cloned()),
+            )
+    }
+}
+
+/// The frozen segments waiting to be flushed ([`MemStore::snapshot`]): the active segment of
+/// the moment and the in-memory flushes' pipeline.
 #[derive(Clone, Debug)]
 pub struct Snapshot {
-    segment: Arc<Segment>,
+    id: u64,
+    /// Newest first.
+    segments: Vec<AnySegment>,
     size: SegmentSize,
 }
 
 impl Snapshot {
     /// Names this snapshot for [`MemStore::clear_snapshot`].
     pub fn id(&self) -> u64 {
-        self.segment.id
+        self.id
     }
 
     /// Its sizes, fixed since it was taken.
@@ -56,12 +79,12 @@ impl Snapshot {
     /// Calls `f` on every cell of the snapshot in order, borrowed, until it breaks: a flush's
     /// cheapest read (no cell is cloned).
     pub fn visit(&self, f: impl FnMut(&CellKey, &[u8]) -> ControlFlow<()>) {
-        crate::visit::visit(&[&self.segment], &.., u64::MAX, f);
+        crate::visit::visit(&self.segments, &.., u64::MAX, f);
     }
 
     /// Every cell of the snapshot in order, whatever its sequence id: what a flush writes.
     pub fn scanner(&self) -> MemStoreScanner {
-        MemStoreScanner::new(vec![Arc::clone(&self.segment)], .., u64::MAX, FIRST_BATCH)
+        MemStoreScanner::new(self.segments.clone(), .., u64::MAX, FIRST_BATCH)
     }
 }
 
@@ -77,8 +100,11 @@ pub struct MemStore {
     pool: Arc<ChunkPool>,
     segments: RwLock<Segments>,
     active_size: SizeCounters,
+    pipeline_size: SizeCounters,
     snapshot_size: SizeCounters,
     next_segment_id: AtomicU64,
+    /// Held by the one flattening at a time.
+    flattening: Mutex<()>,
 }
 
 impl MemStore {
@@ -99,11 +125,15 @@ impl MemStore {
             pool,
             segments: RwLock::new(Segments {
                 active,
+                pipeline: Vec::new(),
                 snapshot: None,
+                generation: 0,
             }),
             active_size: SizeCounters::new(),
+            pipeline_size: SizeCounters::new(),
             snapshot_size: SizeCounters::new(),
             next_segment_id: AtomicU64::new(2),
+            flattening: Mutex::new(()),
         }
     }
 
@@ -130,23 +160,48 @@ impl MemStore {
     /// order rolls back this way): each cell stored under exactly its key, sequence id included,
     /// is removed from the active segment. Returns how many were found. The write's MVCC entry
     /// must not have completed, so no reader could have seen them.
+    /// A cell an in-memory flush has moved on is taken out of the pipeline (rebuilding a flat
+    /// segment without it: rare, and only on this path).
     pub fn rollback(&self, cells: &[Cell]) -> usize {
-        let segments = self.segments.read();
-        cells
-            .iter()
-            .filter(|cell| segments.active.remove(cell.key(), &self.active_size))
-            .count()
+        let moved: Vec<&Cell> = {
+            let segments = self.segments.read();
+            cells
+                .iter()
+                .filter(|cell| !segments.active.remove(cell.key(), &self.active_size))
+                .collect()
+        };
+        let mut found = cells.len() - moved.len();
+        if moved.is_empty() {
+            return found;
+        }
+        let mut segments = self.segments.write();
+        segments.generation += 1;
+        for cell in moved {
+            for segment in &mut segments.pipeline {
+                let removed = match segment {
+                    AnySegment::List(list) => list.remove(cell.key(), &self.pipeline_size),
+                    AnySegment::Flat(flat) => match flat.without(cell.key()) {
+                        Some((rest, data_bytes)) => {
+                            self.pipeline_size.unrecord(data_bytes);
+                            *flat = Arc::new(rest);
+                            true
+                        }
+                        None => false,
+                    },
+                };
+                if removed {
+                    found += 1;
+                    break;
+                }
+            }
+        }
+        found
     }
 
     /// Cells in `range` visible at `read_point`, from the active segment and the pending
     /// snapshot merged.
     pub fn scanner(&self, range: impl RangeBounds<CellKey>, read_point: u64) -> MemStoreScanner {
-        let segments = {
-            let guard = self.segments.read();
-            let mut segments = vec![Arc::clone(&guard.active)];
-            segments.extend(guard.snapshot.iter().cloned());
-            segments
-        };
+        let segments = self.segments.read().all().collect();
         MemStoreScanner::new(segments, range, read_point, FIRST_BATCH)
     }
 
@@ -170,14 +225,12 @@ impl MemStore {
         wanted: usize,
     ) -> MemStoreScanner {
         let hash = crate::row_filter::row_hash(row);
-        let segments = {
-            let guard = self.segments.read();
-            std::iter::once(&guard.active)
-                .chain(guard.snapshot.iter())
-                .filter(|segment| segment.may_contain_row(hash))
-                .cloned()
-                .collect()
-        };
+        let segments = self
+            .segments
+            .read()
+            .all()
+            .filter(|segment| segment.may_contain_row(hash))
+            .collect();
         MemStoreScanner::new(
             segments,
             CellKey::first_on_row(row.clone())..=CellKey::last_on_row(row.clone()),
@@ -195,12 +248,7 @@ impl MemStore {
         read_point: u64,
         f: impl FnMut(&CellKey, &[u8]) -> ControlFlow<()>,
     ) {
-        let (active, snapshot) = {
-            let guard = self.segments.read();
-            (Arc::clone(&guard.active), guard.snapshot.clone())
-        };
-        let mut segments: Vec<&Segment> = vec![&active];
-        segments.extend(snapshot.as_deref());
+        let segments: Vec<AnySegment> = self.segments.read().all().collect();
         crate::visit::visit(&segments, &range, read_point, f);
     }
 
@@ -211,32 +259,86 @@ impl MemStore {
         self.scanner(first..=last, read_point).collect()
     }
 
-    /// Freezes the active segment into the snapshot and installs an empty one, atomically with
-    /// respect to writers. While a snapshot is pending (its flush not yet cleared, or failed)
-    /// the pending one is returned again, unchanged.
+    /// Freezes the active segment and the in-memory flushes' pipeline into the snapshot and
+    /// installs an empty active segment, atomically with respect to writers. While a snapshot
+    /// is pending (its flush not yet cleared, or failed) the pending one is returned again,
+    /// unchanged.
     pub fn snapshot(&self) -> Snapshot {
         let mut segments = self.segments.write();
         if let Some(pending) = &segments.snapshot {
-            return Snapshot {
-                segment: Arc::clone(pending),
-                size: self.snapshot_size.read(),
-            };
+            return pending.clone();
         }
+        let frozen = self.freeze_active(&mut segments);
+        let id = frozen.id;
+        let mut parts = vec![AnySegment::List(frozen)];
+        parts.append(&mut segments.pipeline);
+        segments.generation += 1;
+        let size = self.active_size.read().plus(self.pipeline_size.read());
+        self.snapshot_size.store(size);
+        self.active_size.store(SegmentSize::EMPTY);
+        self.pipeline_size.store(SegmentSize::EMPTY);
+        let snapshot = Snapshot {
+            id,
+            segments: parts,
+            size,
+        };
+        segments.snapshot = Some(snapshot.clone());
+        snapshot
+    }
+
+    /// Installs a fresh active segment and returns the one it replaces. The caller moves the
+    /// old one's sizes along.
+    fn freeze_active(&self, segments: &mut Segments) -> Arc<Segment> {
         let id = self.next_segment_id.fetch_add(1, Ordering::Relaxed);
         let fresh = Arc::new(Segment::new(
             id,
             self.options.mslab,
             self.options.max_copied_cell,
         ));
-        let frozen = std::mem::replace(&mut segments.active, fresh);
-        let size = self.active_size.read();
-        self.snapshot_size.store(size);
-        self.active_size.store(SegmentSize::EMPTY);
-        segments.snapshot = Some(Arc::clone(&frozen));
-        Snapshot {
-            segment: frozen,
-            size,
+        std::mem::replace(&mut segments.active, fresh)
+    }
+
+    /// An in-memory flush (HBase's `CompactingMemStore`, policy BASIC): freezes the active
+    /// segment onto the pipeline, then merges every frozen segment into one flat, sorted array
+    /// of the same cells (HBase's `CellArrayMap`) and swaps it in. Readers go on reading the
+    /// segments it merges until the swap; writers wait only while the active segment is
+    /// replaced. A snapshot or rollback meanwhile wins: the merged copy is dropped and the
+    /// frozen segments stay as they are (the next flattening or the flush takes them). Returns
+    /// whether a flat segment was installed. One runs at a time; a second call returns at once.
+    ///
+    /// When is the owner's call, as with [`MemStore::snapshot`]: HBase flushes in memory once
+    /// the active segment passes a share of the region's flush size
+    /// ([`MemStore::active_size`]).
+    pub fn flatten(&self) -> bool {
+        let Some(_one_at_a_time) = self.flattening.try_lock() else {
+            return false;
+        };
+        let (inputs, generation, id) = {
+            let mut segments = self.segments.write();
+            if self.active_size.read().cell_count > 0 {
+                let frozen = self.freeze_active(&mut segments);
+                segments.pipeline.insert(0, AnySegment::List(frozen));
+                self.pipeline_size
+                    .store(self.pipeline_size.read().plus(self.active_size.read()));
+                self.active_size.store(SegmentSize::EMPTY);
+            }
+            if matches!(segments.pipeline[..], [] | [AnySegment::Flat(_)]) {
+                return false;
+            }
+            let id = self.next_segment_id.fetch_add(1, Ordering::Relaxed);
+            (segments.pipeline.clone(), segments.generation, id)
+        };
+        let (flat, size) = FlatSegment::build(id, &inputs);
+        let mut segments = self.segments.write();
+        if segments.generation != generation {
+            return false;
         }
+        for input in &inputs {
+            flat.give_chunks(input.take_chunks());
+        }
+        segments.pipeline = vec![AnySegment::Flat(Arc::new(flat))];
+        self.pipeline_size.store(size);
+        true
     }
 
     /// Drops the snapshot `id` after its flush: its cells leave the memstore (scanners already
@@ -244,17 +346,19 @@ impl MemStore {
     /// a cell from them. Returns the sizes released.
     pub fn clear_snapshot(&self, id: u64) -> Result<SegmentSize, MemStoreError> {
         let mut segments = self.segments.write();
-        let pending = segments.snapshot.as_ref().map(|segment| segment.id);
+        let pending = segments.snapshot.as_ref().map(Snapshot::id);
         if pending != Some(id) {
             return Err(MemStoreError::NoSuchSnapshot { id, pending });
         }
-        let Some(segment) = segments.snapshot.take() else {
+        let Some(snapshot) = segments.snapshot.take() else {
             return Err(MemStoreError::NoSuchSnapshot { id, pending });
         };
         let size = self.snapshot_size.read();
         self.snapshot_size.store(SegmentSize::EMPTY);
         drop(segments);
-        self.pool.give_back(segment.take_chunks());
+        for segment in &snapshot.segments {
+            self.pool.give_back(segment.take_chunks());
+        }
         Ok(size)
     }
 
@@ -263,13 +367,21 @@ impl MemStore {
         self.active_size.read()
     }
 
+    /// Sizes of the cells in-memory flushes froze that no snapshot has taken yet, read without a
+    /// lock.
+    pub fn pipeline_size(&self) -> SegmentSize {
+        self.pipeline_size.read()
+    }
+
     /// Sizes of the pending snapshot ([`SegmentSize::EMPTY`] if none), read without a lock.
     pub fn snapshot_size(&self) -> SegmentSize {
         self.snapshot_size.read()
     }
 
-    /// Active and snapshot sizes together.
+    /// Active, pipeline and snapshot sizes together.
     pub fn size(&self) -> SegmentSize {
-        self.active_size().plus(self.snapshot_size())
+        self.active_size()
+            .plus(self.pipeline_size())
+            .plus(self.snapshot_size())
     }
 }

@@ -2,11 +2,10 @@
 
 use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
-use std::sync::Arc;
 
 use keel_cell::{Cell, CellKey};
 
-use crate::segment::Segment;
+use crate::segment::AnySegment;
 
 /// Cells fetched from a segment by the first search after a seek: small, so a get or a short
 /// scan copies out little more than it returns.
@@ -30,7 +29,7 @@ const MAX_BATCH: usize = 256;
 #[derive(Debug)]
 pub struct MemStoreScanner {
     /// Newest first: on equal keys the newer segment's cell wins.
-    segments: Vec<Arc<Segment>>,
+    segments: Vec<AnySegment>,
     /// Per segment: fetched cells not yet returned, and whether the segment may hold more.
     heads: Vec<(VecDeque<Cell>, bool)>,
     /// Cells the next refill fetches.
@@ -50,7 +49,7 @@ pub struct MemStoreScanner {
 
 impl MemStoreScanner {
     pub(crate) fn new(
-        segments: Vec<Arc<Segment>>,
+        segments: Vec<AnySegment>,
         range: impl RangeBounds<CellKey>,
         read_point: u64,
         first_batch: usize,

@@ -3,6 +3,7 @@
 use std::collections::VecDeque;
 use std::mem::size_of;
 use std::ops::Bound;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use bytes::Bytes;
@@ -11,6 +12,7 @@ use crossbeam_skiplist::base::{Entry, SkipList};
 use keel_cell::{Cell, CellKey};
 
 use crate::chunk::{ChunkPool, Mslab};
+use crate::flat::FlatSegment;
 use crate::row_filter::{RowFilter, row_hash};
 
 /// Estimated heap bytes per stored cell beyond its data: the key (whose handle holds the value
@@ -46,6 +48,18 @@ impl SegmentSize {
         max_timestamp: i64::MIN,
         min_sequence_id: u64::MAX,
     };
+
+    /// The size of one stored cell, given as its key (whose bytes hold the value too).
+    pub(crate) fn of_key(key: &CellKey) -> SegmentSize {
+        SegmentSize {
+            data_bytes: (key.coordinates().len() + key.cell_value().len()) as u64,
+            overhead_bytes: CELL_OVERHEAD_BYTES,
+            cell_count: 1,
+            min_timestamp: key.timestamp(),
+            max_timestamp: key.timestamp(),
+            min_sequence_id: key.sequence_id(),
+        }
+    }
 
     /// Both sizes together.
     pub fn plus(self, other: SegmentSize) -> SegmentSize {
@@ -111,7 +125,7 @@ impl SizeCounters {
     /// Takes a removed cell back out of the sizes. The timestamp and sequence bounds stay as
     /// they were: wider bounds are safe (a reader may look at a segment it could skip; the WAL
     /// keeps an entry a little longer), narrower ones would not be.
-    fn unrecord(&self, data_bytes: u64) {
+    pub(crate) fn unrecord(&self, data_bytes: u64) {
         self.data_bytes.fetch_sub(data_bytes, Ordering::Relaxed);
         self.cell_count.fetch_sub(1, Ordering::Relaxed);
     }
@@ -213,14 +227,16 @@ impl Segment {
         entry.release(guard);
     }
 
+    /// Cells held.
+    pub(crate) fn len(&self) -> usize {
+        self.cells.len()
+    }
+
     /// False only if the segment never held a cell of the row whose [`row_hash`] is `hash`.
     pub(crate) fn may_contain_row(&self, hash: u64) -> bool {
         self.rows.may_contain(hash)
     }
 
-    /// Appends to `out` up to `max` cells visible at `read_point`, in order, from `from` (the
-    /// segment's first cell when unbounded) until `end`: one skiplist search, then a walk along
-    /// the bottom level, so a scan pays one search per batch rather than per cell.
     /// Removes the cell stored under exactly `key` (sequence id included); true if there was
     /// one. Its MSLAB bytes stay in their chunk until the segment is dropped.
     pub(crate) fn remove(&self, key: &CellKey, counters: &SizeCounters) -> bool {
@@ -236,6 +252,9 @@ impl Segment {
         }
     }
 
+    /// Appends to `out` up to `max` cells visible at `read_point`, in order, from `from` (the
+    /// segment's first cell when unbounded) until `end`: one skiplist search, then a walk along
+    /// the bottom level, so a scan pays one search per batch rather than per cell.
     pub(crate) fn fill(
         &self,
         from: Bound<&CellKey>,
@@ -330,6 +349,57 @@ impl Segment {
     }
 }
 
+/// A segment as readers see it: the active skip list or a frozen one, or a flat array.
+#[derive(Clone, Debug)]
+pub(crate) enum AnySegment {
+    List(Arc<Segment>),
+    Flat(Arc<FlatSegment>),
+}
+
+impl AnySegment {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            AnySegment::List(list) => list.len(),
+            AnySegment::Flat(flat) => flat.len(),
+        }
+    }
+
+    pub(crate) fn may_contain_row(&self, hash: u64) -> bool {
+        match self {
+            AnySegment::List(list) => list.may_contain_row(hash),
+            AnySegment::Flat(flat) => flat.may_contain_row(hash),
+        }
+    }
+
+    pub(crate) fn fill(
+        &self,
+        from: Bound<&CellKey>,
+        end: Bound<&CellKey>,
+        read_point: u64,
+        max: usize,
+        out: &mut VecDeque<Cell>,
+    ) {
+        match self {
+            AnySegment::List(list) => list.fill(from, end, read_point, max, out),
+            AnySegment::Flat(flat) => flat.fill(from, end, read_point, max, out),
+        }
+    }
+
+    pub(crate) fn last_row_before(&self, row: Option<&[u8]>, read_point: u64) -> Option<Bytes> {
+        match self {
+            AnySegment::List(list) => list.last_row_before(row, read_point),
+            AnySegment::Flat(flat) => flat.last_row_before(row, read_point),
+        }
+    }
+
+    pub(crate) fn take_chunks(&self) -> Vec<bytes::BytesMut> {
+        match self {
+            AnySegment::List(list) => list.take_chunks(),
+            AnySegment::Flat(flat) => flat.take_chunks(),
+        }
+    }
+}
+
 /// `entry` or the first entry after it whose sequence id is at most `read_point`.
 pub(crate) fn visible<'a, 'g>(
     mut entry: Option<Entry<'a, 'g, MemKey, u64>>,
@@ -367,10 +437,14 @@ impl MemKey {
     pub(crate) fn cell_key(&self) -> &CellKey {
         &self.key
     }
+
+    pub(crate) fn prefix(&self) -> u128 {
+        self.prefix
+    }
 }
 
 /// The first 16 bytes of `row`, zero-padded, as a big-endian number.
-fn row_prefix(row: &[u8]) -> u128 {
+pub(crate) fn row_prefix(row: &[u8]) -> u128 {
     let mut bytes = [0u8; 16];
     let len = row.len().min(16);
     bytes[..len].copy_from_slice(&row[..len]);

@@ -2,7 +2,8 @@
 //! the read point advances only over completed writes (as keel-mvcc does), so at read point `rp`
 //! exactly the cells with ids `1..=rp` must be visible: every scan is checked for order, for no
 //! cell above its read point, and for no missing cell at or below it. Snapshots and clears run
-//! throughout; cleared cells are counted as flushed, and nothing may be lost.
+//! throughout; cleared cells are counted as flushed, and nothing may be lost. With in-memory
+//! flushing on, a flattener merges the frozen segments into flat arrays all the while.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -46,7 +47,7 @@ fn cell_for(id: u64) -> Cell {
     cell
 }
 
-fn run(mslab: bool) {
+fn run(mslab: bool, flatten: bool) {
     const WRITERS: usize = 3;
     const PER_WRITER: u64 = 10_000;
     let memstore = Arc::new(MemStore::new(MemStoreOptions {
@@ -135,11 +136,26 @@ fn run(mslab: bool) {
             flushes
         })
     };
+    let flattener = {
+        let (memstore, done) = (Arc::clone(&memstore), Arc::clone(&done));
+        thread::spawn(move || {
+            let mut flattened = 0;
+            while flatten && !done.load(Ordering::Acquire) {
+                if memstore.active_size().data_bytes >= 64 << 10 && memstore.flatten() {
+                    flattened += 1;
+                }
+                thread::yield_now();
+            }
+            flattened
+        })
+    };
     for writer in writers {
         writer.join().expect("writer");
     }
     done.store(true, Ordering::Release);
     let flushes = flusher.join().expect("flusher");
+    let flattened = flattener.join().expect("flattener");
+    assert!(!flatten || flattened > 0, "no in-memory flush happened");
     for reader in readers {
         assert!(reader.join().expect("reader") >= 3);
     }
@@ -154,17 +170,27 @@ fn run(mslab: bool) {
     assert_eq!(
         all.len() as u64,
         total,
-        "lost cells after {flushes} flushes"
+        "lost cells after {flushes} flushes and {flattened} in-memory flushes"
     );
     assert_eq!(all.last().copied(), Some(total));
 }
 
 #[test]
 fn concurrent_writes_scans_and_flushes_with_mslab() {
-    run(true);
+    run(true, false);
 }
 
 #[test]
 fn concurrent_writes_scans_and_flushes_without_mslab() {
-    run(false);
+    run(false, false);
+}
+
+#[test]
+fn concurrent_writes_scans_flushes_and_in_memory_flushes_with_mslab() {
+    run(true, true);
+}
+
+#[test]
+fn concurrent_writes_scans_flushes_and_in_memory_flushes_without_mslab() {
+    run(false, true);
 }

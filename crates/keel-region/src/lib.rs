@@ -52,7 +52,9 @@ pub use filter::{Comparator, CompareOp, Filter, FilterError, ListOp, ReturnCode}
 pub use keel_blockcache::{AreaKind, PoolKind};
 /// Store-file settings a family carries (re-exported so users need not depend on keel-storefile).
 pub use keel_storefile::{BloomType, Compression, WriterOptions};
-pub use limits::{CompactionThroughput, RegionLimits};
+pub use limits::{
+    CompactionThroughput, IN_MEMORY_FLUSHES_PER_FLUSH, InMemoryCompaction, RegionLimits,
+};
 pub use region::{
     BlockReads, CompactionOutcome, Durability, FamilyFiles, FamilyOptions, ReadModifyWrites,
     Region, RegionStats, WriteOrder, WriteTimings,

@@ -37,7 +37,58 @@ pub struct RegionLimits {
     /// region waits. Only a region whose server runs a flusher waits: a region opened on its
     /// own is flushed by its owner, and refuses at once. Zero: refuse at once.
     pub busy_wait: Duration,
+    /// `hbase.hregion.compacting.memstore.type`: whether a store's memstore flushes in memory
+    /// (see [`InMemoryCompaction`]).
+    pub in_memory_compaction: InMemoryCompaction,
 }
+
+/// HBase's in-memory compaction policies that Keel has. The default is HBase's, `NONE`
+/// (HBase turned `BASIC` off by default before 2.0 shipped, HBASE-20539); Keel's benchmarks
+/// measure `BASIC` faster on every YCSB read and scan row (docs/memstore.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InMemoryCompaction {
+    /// No in-memory flush: the memstore's cells stay in its skip list until the flush to disk
+    /// (HBase `NONE`).
+    #[default]
+    None,
+    /// HBase's `BASIC`: once a store's active segment holds
+    /// [`IN_MEMORY_FLUSHES_PER_FLUSH`]th of the region's flush size (shared between its
+    /// families), the flusher freezes it and merges every frozen cell into one flat sorted
+    /// array, keeping every version (keel-memstore's `MemStore::flatten`). Reads then search
+    /// and walk an array instead of a skip list.
+    Basic,
+}
+
+impl std::str::FromStr for InMemoryCompaction {
+    type Err = String;
+
+    /// HBase's names, in any case. `EAGER` and `ADAPTIVE` (which drop versions in memory)
+    /// are refused by name: Keel does not have them.
+    fn from_str(s: &str) -> Result<InMemoryCompaction, String> {
+        match s.to_ascii_uppercase().as_str() {
+            "NONE" => Ok(InMemoryCompaction::None),
+            "BASIC" => Ok(InMemoryCompaction::Basic),
+            "EAGER" | "ADAPTIVE" => Err(format!(
+                "in-memory compaction {s} is not in Keel: NONE or BASIC"
+            )),
+            _ => Err(format!("unknown in-memory compaction {s}: NONE or BASIC")),
+        }
+    }
+}
+
+impl std::fmt::Display for InMemoryCompaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            InMemoryCompaction::None => "NONE",
+            InMemoryCompaction::Basic => "BASIC",
+        })
+    }
+}
+
+/// In-memory flushes per flush to disk under [`InMemoryCompaction::Basic`]. Each one copies
+/// every frozen key into the new array, so a flush's worth of keys is copied about half this
+/// many times; HBase's 2 MiB threshold would copy them 32 times at its 128 MiB flush size.
+pub const IN_MEMORY_FLUSHES_PER_FLUSH: u64 = 8;
 
 impl Default for RegionLimits {
     fn default() -> RegionLimits {
@@ -49,6 +100,7 @@ impl Default for RegionLimits {
             preclose_flush_size: 5 << 20,
             preclose_flush_bytes_per_sec: 50 << 20,
             busy_wait: Duration::from_secs(60),
+            in_memory_compaction: InMemoryCompaction::default(),
         }
     }
 }
@@ -57,6 +109,17 @@ impl RegionLimits {
     /// The memstore size above which writes are refused.
     pub fn blocking_memstore_size(&self) -> u64 {
         self.flush_size.saturating_mul(self.block_multiplier.max(1))
+    }
+
+    /// The active segment size at which a store of a region with `families` families flushes
+    /// in memory (`None`: never).
+    pub fn in_memory_flush_size(&self, families: usize) -> Option<u64> {
+        match self.in_memory_compaction {
+            InMemoryCompaction::None => None,
+            InMemoryCompaction::Basic => Some(
+                (self.flush_size / IN_MEMORY_FLUSHES_PER_FLUSH / families.max(1) as u64).max(1),
+            ),
+        }
     }
 }
 

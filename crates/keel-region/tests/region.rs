@@ -11,7 +11,9 @@ use bytes::Bytes;
 use keel_cell::{Cell, LATEST_TIMESTAMP};
 use keel_fs::{FileSystem, StdFs};
 use keel_region::matcher::{FamilyRules, ReadQuery};
-use keel_region::{Durability, FamilyOptions, Region, WriteOrder};
+use keel_region::{
+    Durability, FamilyOptions, InMemoryCompaction, Region, RegionLimits, WriteOrder,
+};
 use keel_wal::{Wal, WalOptions};
 use proptest::prelude::*;
 
@@ -252,6 +254,8 @@ enum Op {
     CheckAndPut(Option<bool>),
     Batch(Vec<(Vec<Cell>, Durability)>),
     Flush,
+    /// An in-memory flush of every store past its in-memory flush size (nothing under `NONE`).
+    Flatten,
     /// A minor (lossless) compaction of whatever the exploring policy selects.
     Compact,
     /// A major compaction: every family's files rewritten as one.
@@ -291,6 +295,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => prop::collection::vec((prop::collection::vec(cell_strategy(), 0..3), durability_strategy()), 1..4)
             .prop_map(Op::Batch),
         1 => Just(Op::Flush),
+        2 => Just(Op::Flatten),
         1 => Just(Op::Compact),
         1 => Just(Op::MajorCompact),
         1 => Just(Op::Reopen),
@@ -377,11 +382,24 @@ proptest! {
         ops in prop::collection::vec(op_strategy(), 1..25),
         max_versions in 1u32..4,
         legacy in any::<bool>(),
+        basic in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().expect("tempdir");
         let rules = FamilyRules { max_versions, ..FamilyRules::default() };
         let order = if legacy { WriteOrder::Legacy } else { WriteOrder::Reordered };
-        let mut o = open_with(dir.path(), rules, order);
+        // A 16 KiB flush size: with two families, a store flushes in memory at 1 KiB, every
+        // few writes (writes block only at 64 KiB, which the model never reaches).
+        let limits = RegionLimits {
+            flush_size: 16 << 10,
+            in_memory_compaction: if basic { InMemoryCompaction::Basic } else { InMemoryCompaction::None },
+            ..RegionLimits::default()
+        };
+        let open_limited = |order| {
+            let o = open_with(dir.path(), rules, order);
+            Opened { region: o.region.with_limits(limits), wal: o.wal }
+        };
+        let mut o = open_limited(order);
+        let mut flattened = 0;
         // What the region acknowledged, with the sequence ids it must have given (one per
         // write, increasing, as MVCC hands them out).
         let mut written: Vec<Cell> = Vec::new();
@@ -466,6 +484,10 @@ proptest! {
                     volatile.clear();
                     durable_counter = counter;
                 }
+                Op::Flatten => {
+                    flattened += o.region.flatten_memstores();
+                    prop_assert!(basic || flattened == 0);
+                }
                 Op::Compact => {
                     let before = o.region.store_file_count();
                     let before_per_family = o.region.store_file_counts();
@@ -498,7 +520,7 @@ proptest! {
                     volatile.clear();
                     counter = durable_counter;
                     close(o);
-                    o = open_with(dir.path(), rules, order);
+                    o = open_limited(order);
                 }
             }
             let query = ReadQuery { max_versions: 10, ..ReadQuery::latest(u64::MAX, 0) };

@@ -202,6 +202,63 @@ fn the_flusher_flushes_a_region_past_its_flush_size() {
     server.close().expect("close");
 }
 
+#[test]
+fn the_flusher_flattens_memstores_in_memory_under_basic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 4 MiB flush size: a store flushes in memory at 512 KiB, long before a flush.
+    let options = EngineOptions {
+        limits: RegionLimits {
+            flush_size: 4 << 20,
+            in_memory_compaction: keel_region::InMemoryCompaction::Basic,
+            ..RegionLimits::default()
+        },
+        flush_check_interval: std::time::Duration::from_millis(10),
+        ..EngineOptions::default()
+    };
+    let server = Engine::open(dir.path(), options).expect("open");
+    let t = server
+        .create_table("t", vec![FamilyOptions::new("f")])
+        .expect("create");
+    let value = |i: usize| format!("{i:0>1000}").into_bytes();
+    // Rows in an order unrelated to their keys, and half of them written twice.
+    let rows: Vec<usize> = (0..1500).map(|i| i * 7919 % 1500).collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    for (n, &i) in rows.iter().chain(&rows[..750]).enumerate() {
+        put_retrying(&t, format!("r{i:05}").as_bytes(), &value(i + n / 1500));
+    }
+    while t.region().stats().in_memory_flushes == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no in-memory flush after 2 MiB of writes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(
+        t.region().store_file_count(),
+        0,
+        "nothing was flushed to disk"
+    );
+    let scan = keel_region::Scan::all(0);
+    let scanned = t.region().scan(&scan).expect("scan");
+    assert_eq!(scanned.len(), 1500);
+    for (i, row) in scanned.iter().enumerate() {
+        let rewritten = rows[..750].contains(&i);
+        assert_eq!(row[0].row(), format!("r{i:05}").as_bytes());
+        assert_eq!(row[0].value(), &value(i + usize::from(rewritten))[..]);
+    }
+    drop(t);
+    server.close().expect("close");
+    // The flattened cells were in the WAL and the close flushed them: all there on reopen.
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("reopen");
+    let t = server.table("t").expect("table");
+    assert_eq!(
+        t.get_value(b"r00042", b"f", b"q").expect("get").as_deref(),
+        Some(&value(42 + usize::from(rows[..750].contains(&42)))[..])
+    );
+    drop(t);
+    server.close().expect("close");
+}
+
 /// A put that, refused because the region is too busy, retries as an HBase client does.
 fn put_retrying(table: &keel_region::Table, row: &[u8], value: &[u8]) {
     loop {

@@ -42,6 +42,9 @@ pub struct Settings {
     /// `hbase.regionserver.region.split.policy`: `SteppingSplitPolicy` (the default) splits by
     /// size; `DisabledRegionSplitPolicy` never splits.
     pub split_policy: SplitPolicy,
+    /// `hbase.hregion.compacting.memstore.type`: `NONE` (HBase's default) or `BASIC` (in-memory
+    /// flushes into flat arrays; faster reads and scans of what is in memory).
+    pub in_memory_compaction: keel_region::InMemoryCompaction,
     /// `hbase.hregion.memstore.block.multiplier` (4).
     pub block_multiplier: u64,
     /// `hbase.hstore.blockingStoreFiles` (16).
@@ -143,6 +146,7 @@ impl Default for Settings {
             flush_size: 128 << 20,
             max_region_size: 10 << 30,
             split_policy: SplitPolicy::Stepping,
+            in_memory_compaction: keel_region::InMemoryCompaction::None,
             block_multiplier: 4,
             blocking_store_files: 16,
             busy_wait: Duration::from_secs(60),
@@ -537,6 +541,15 @@ pub static SETTINGS: &[Setting] = &[
         split_policy,
         string_parsed,
         ("\"DisabledRegionSplitPolicy\"", "DisabledRegionSplitPolicy")
+    ),
+    plain!(
+        "hbase.hregion.compacting.memstore.type",
+        "in-memory-compaction",
+        "POLICY",
+        "NONE (cells stay in the memstore's skip list until a flush) or BASIC (in-memory flushes into flat sorted arrays: faster reads and scans of recent data)",
+        in_memory_compaction,
+        string_parsed,
+        ("\"BASIC\"", "BASIC")
     ),
     plain!(
         "hbase.hregion.memstore.block.multiplier",

@@ -28,6 +28,9 @@ pub struct RegionStats {
     pub flushed_bytes: u64,
     /// Times a due flush was held back because a family had too many store files.
     pub flush_delays: u64,
+    /// In-memory flushes: a store's frozen cells merged into one flat array
+    /// (`RegionLimits::in_memory_compaction`).
+    pub in_memory_flushes: u64,
     /// Compactions that did something (each over every family).
     pub compactions: u64,
     /// Major compactions among them.
@@ -62,6 +65,7 @@ pub(crate) struct Counters {
     pub(crate) flushes: AtomicU64,
     pub(crate) flushed_bytes: AtomicU64,
     pub(crate) flush_delays: AtomicU64,
+    pub(crate) in_memory_flushes: AtomicU64,
     compactions: AtomicU64,
     major_compactions: AtomicU64,
     compacted_files: AtomicU64,
@@ -115,6 +119,7 @@ impl Counters {
             flushes: load(&self.flushes),
             flushed_bytes: load(&self.flushed_bytes),
             flush_delays: load(&self.flush_delays),
+            in_memory_flushes: load(&self.in_memory_flushes),
             compactions: load(&self.compactions),
             major_compactions: load(&self.major_compactions),
             compacted_files: load(&self.compacted_files),

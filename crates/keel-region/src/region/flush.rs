@@ -19,6 +19,48 @@ impl Region {
         self.account.wake();
     }
 
+    /// Asks the flusher to flatten `memstore` when its active segment has passed the in-memory
+    /// flush size: a few loads per write, and a wake-up once per request.
+    pub(super) fn note_active_size(&self, memstore: &keel_memstore::MemStore) {
+        let Some(threshold) = self.limits.in_memory_flush_size(self.stores.len()) else {
+            return;
+        };
+        let size = memstore.active_size();
+        if size.data_bytes + size.overhead_bytes >= threshold
+            && !self.flatten_requested.swap(true, Ordering::AcqRel)
+        {
+            self.account.wake();
+        }
+    }
+
+    /// Whether an in-memory flush was asked for and has not happened yet.
+    pub fn flatten_requested(&self) -> bool {
+        self.flatten_requested.load(Ordering::Acquire)
+    }
+
+    /// Flattens every store whose active segment has passed the in-memory flush size
+    /// (`RegionLimits::in_memory_compaction`; keel-memstore's `MemStore::flatten`): what the
+    /// server's flusher does when [`Region::flatten_requested`]. A region opened on its own is
+    /// flattened by its owner, as it is flushed by its owner. Returns the stores flattened.
+    pub fn flatten_memstores(&self) -> usize {
+        self.flatten_requested.store(false, Ordering::Release);
+        let Some(threshold) = self.limits.in_memory_flush_size(self.stores.len()) else {
+            return 0;
+        };
+        let flattened = self
+            .stores
+            .values()
+            .filter(|store| {
+                let size = store.memstore.active_size();
+                size.data_bytes + size.overhead_bytes >= threshold && store.memstore.flatten()
+            })
+            .count();
+        self.counters
+            .in_memory_flushes
+            .fetch_add(flattened as u64, Ordering::Relaxed);
+        flattened
+    }
+
     /// Whether a flush was asked for and has not happened yet.
     pub fn flush_requested(&self) -> bool {
         self.flush_requested.load(Ordering::Acquire)

@@ -201,6 +201,9 @@ pub struct Region {
     active_bytes: AtomicU64,
     snapshot_bytes: Mutex<Option<u64>>,
     flush_requested: AtomicBool,
+    /// A store's active segment passed the in-memory flush size (`RegionLimits::
+    /// in_memory_compaction`) and the flusher has not flattened it yet.
+    flatten_requested: AtomicBool,
     /// The latest server timestamp handed out: server timestamps never go back, even when
     /// read-modify-writes have run ahead of the clock.
     last_server_ts: std::sync::atomic::AtomicI64,

@@ -187,6 +187,7 @@ impl Region {
             active_bytes: AtomicU64::new(0),
             snapshot_bytes: Mutex::new(None),
             flush_requested: AtomicBool::new(false),
+            flatten_requested: AtomicBool::new(false),
             last_server_ts: std::sync::atomic::AtomicI64::new(0),
             get_cells_hint: std::sync::atomic::AtomicUsize::new(0),
             flush_cause: crate::trace::Cause::default(),

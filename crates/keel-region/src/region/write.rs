@@ -356,7 +356,10 @@ impl Region {
             let family = first.family_bytes();
             let run = std::iter::from_fn(|| cells.next_if(|c| c.family() == family));
             match self.stores.get(&family) {
-                Some(store) => store.memstore.add(run),
+                Some(store) => {
+                    store.memstore.add(run);
+                    self.note_active_size(&store.memstore);
+                }
                 None => run.for_each(drop),
             }
         }

@@ -201,6 +201,8 @@ impl Shared {
                 } else {
                     self.flush(region);
                 }
+            } else if region.flatten_requested() {
+                region.flatten_memstores();
             } else if region.compaction_queued.load(Ordering::Acquire) & 1 == 0 {
                 self.request_compaction(region, false);
             }

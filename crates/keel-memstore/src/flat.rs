@@ -1,0 +1,195 @@
+//! A flat segment: cells frozen in memory as one sorted array (HBase's `CellArrayMap`), what an
+//! in-memory flush ([`crate::MemStore::flatten`]) turns the skip lists it takes into.
+//!
+//! Why: a skip list's nodes lie wherever the allocator put them, in insertion order, which for
+//! hashed row keys is random; a search is a chain of cache misses (two nodes a level) and a
+//! walk one miss per cell. An array is searched by halving a dense column of row prefixes and
+//! walked in address order, which the CPU's prefetcher follows on its own.
+
+use std::ops::Bound;
+
+use bytes::{Bytes, BytesMut};
+use keel_cell::{Cell, CellKey};
+use keel_sync::Mutex;
+
+use crate::row_filter::{RowFilter, row_hash};
+use crate::segment::{AnySegment, SegmentSize, row_prefix};
+
+/// Cells in CellComparator order, never changed once built.
+#[derive(Debug)]
+pub(crate) struct FlatSegment {
+    pub(crate) id: u64,
+    /// Each key's row prefix ([`row_prefix`]), searched first: 16 bytes a cell, so the first
+    /// steps of a search stay in a few cache lines.
+    prefixes: Vec<u128>,
+    /// The cells, as their keys (the value lies after the coordinates: [`Cell::into_key`]).
+    keys: Vec<CellKey>,
+    rows: RowFilter,
+    /// The MSLAB chunks the cells lie in, for the pool once the segment is flushed and cleared.
+    chunks: Mutex<Vec<BytesMut>>,
+}
+
+impl FlatSegment {
+    /// Every cell of `inputs` (newest first; on an identical key the newest's), in order, and
+    /// their sizes. The inputs are read, not changed: readers keep using them until the caller
+    /// swaps this in.
+    pub(crate) fn build(id: u64, inputs: &[AnySegment]) -> (FlatSegment, SegmentSize) {
+        let capacity = inputs.iter().map(AnySegment::len).sum();
+        let mut keys = Vec::with_capacity(capacity);
+        crate::visit::visit(inputs, &.., u64::MAX, |key, _| {
+            keys.push(key.clone());
+            std::ops::ControlFlow::Continue(())
+        });
+        FlatSegment::from_keys(id, keys)
+    }
+
+    fn from_keys(id: u64, keys: Vec<CellKey>) -> (FlatSegment, SegmentSize) {
+        let rows = RowFilter::default();
+        let mut size = SegmentSize::EMPTY;
+        let mut last_row: Option<&[u8]> = None;
+        let mut prefixes = Vec::with_capacity(keys.len());
+        for key in &keys {
+            if last_row != Some(key.row()) {
+                rows.insert(row_hash(key.row()));
+                last_row = Some(key.row());
+            }
+            prefixes.push(row_prefix(key.row()));
+            size = size.plus(SegmentSize::of_key(key));
+        }
+        let segment = FlatSegment {
+            id,
+            prefixes,
+            keys,
+            rows,
+            chunks: Mutex::new(Vec::new()),
+        };
+        (segment, size)
+    }
+
+    /// This segment without the cell stored under exactly `key` (sequence id included), if it
+    /// holds one, and that cell's data bytes. A rollback's path, rare: it copies the rest.
+    pub(crate) fn without(&self, key: &CellKey) -> Option<(FlatSegment, u64)> {
+        let index = self.lower_bound(key);
+        let found = self.keys.get(index).filter(|stored| *stored == key)?;
+        let removed = SegmentSize::of_key(found).data_bytes;
+        let mut keys = self.keys.clone();
+        keys.remove(index);
+        let (segment, _) = FlatSegment::from_keys(self.id, keys);
+        segment.give_chunks(self.take_chunks());
+        Some((segment, removed))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub(crate) fn may_contain_row(&self, hash: u64) -> bool {
+        self.rows.may_contain(hash)
+    }
+
+    /// Adds chunks to those this segment hands back when cleared.
+    pub(crate) fn give_chunks(&self, chunks: Vec<BytesMut>) {
+        self.chunks.lock().extend(chunks);
+    }
+
+    pub(crate) fn take_chunks(&self) -> Vec<BytesMut> {
+        std::mem::take(&mut *self.chunks.lock())
+    }
+
+    /// The index of the first key at or after `key`: halving the prefixes, then the keys that
+    /// tie with `key`'s row prefix (a row's versions and columns, usually few).
+    pub(crate) fn lower_bound(&self, key: &CellKey) -> usize {
+        let prefix = row_prefix(key.row());
+        let low = self.prefixes.partition_point(|p| *p < prefix);
+        let ties = self.prefixes[low..].partition_point(|p| *p == prefix);
+        low + self.keys[low..low + ties].partition_point(|k| k < key)
+    }
+
+    /// The index of the first key after `from`.
+    fn start(&self, from: Bound<&CellKey>) -> usize {
+        match from {
+            Bound::Unbounded => 0,
+            Bound::Included(key) => self.lower_bound(key),
+            Bound::Excluded(key) => {
+                let at = self.lower_bound(key);
+                at + usize::from(self.keys.get(at).is_some_and(|k| k == key))
+            }
+        }
+    }
+
+    /// The key at `index`, if any, with its prefix.
+    pub(crate) fn entry(&self, index: usize) -> Option<(u128, &CellKey)> {
+        Some((*self.prefixes.get(index)?, self.keys.get(index)?))
+    }
+
+    /// The first index at or after `index` whose key is visible at `read_point`.
+    pub(crate) fn visible_from(&self, mut index: usize, read_point: u64) -> usize {
+        while self
+            .keys
+            .get(index)
+            .is_some_and(|k| k.sequence_id() > read_point)
+        {
+            index += 1;
+        }
+        index
+    }
+
+    /// The index of the first key after `from` visible at `read_point`.
+    pub(crate) fn first_visible(&self, from: Bound<&CellKey>, read_point: u64) -> usize {
+        self.visible_from(self.start(from), read_point)
+    }
+
+    /// As the skip list's `fill`: up to `max` visible cells from `from` until `end`.
+    pub(crate) fn fill(
+        &self,
+        from: Bound<&CellKey>,
+        end: Bound<&CellKey>,
+        read_point: u64,
+        max: usize,
+        out: &mut std::collections::VecDeque<Cell>,
+    ) {
+        out.reserve(max);
+        let mut index = self.start(from);
+        let mut taken = 0;
+        while taken < max
+            && let Some(key) = self.keys.get(index)
+        {
+            let within = match end {
+                Bound::Included(end) => key <= end,
+                Bound::Excluded(end) => key < end,
+                Bound::Unbounded => true,
+            };
+            if !within {
+                return;
+            }
+            if key.sequence_id() <= read_point {
+                // As in the skip list's walk: the cell's bytes lie in a chunk elsewhere, and
+                // asked for now they load while the walk goes on.
+                if let Some(cell) = Cell::from_key(key.clone()) {
+                    for part in cell.coordinates_and_value() {
+                        keel_sync::prefetch(part);
+                    }
+                    out.push_back(cell);
+                }
+                taken += 1;
+            }
+            index += 1;
+        }
+    }
+
+    /// As the skip list's: the row of the last cell visible at `read_point` before `row`.
+    pub(crate) fn last_row_before(&self, row: Option<&[u8]>, read_point: u64) -> Option<Bytes> {
+        let mut end = match row {
+            None => self.keys.len(),
+            Some(row) => self.lower_bound(&CellKey::first_on_row(Bytes::copy_from_slice(row))),
+        };
+        while end > 0 {
+            end -= 1;
+            let key = &self.keys[end];
+            if key.sequence_id() <= read_point {
+                return Some(key.row_bytes());
+            }
+        }
+        None
+    }
+}
