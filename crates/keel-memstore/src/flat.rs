@@ -15,6 +15,9 @@ use keel_sync::Mutex;
 use crate::row_filter::{RowFilter, row_hash};
 use crate::segment::{AnySegment, SegmentSize, row_prefix};
 
+/// One prefix in this many is copied into [`FlatSegment`]'s top index.
+const TOP_EVERY: usize = 64;
+
 /// Cells in CellComparator order, never changed once built.
 #[derive(Debug)]
 pub(crate) struct FlatSegment {
@@ -22,6 +25,10 @@ pub(crate) struct FlatSegment {
     /// Each key's row prefix ([`row_prefix`]), searched first: 16 bytes a cell, so the first
     /// steps of a search stay in a few cache lines.
     prefixes: Vec<u128>,
+    /// Every [`TOP_EVERY`]th prefix: a search halves this small array (it stays in cache),
+    /// then one block of 64 prefixes (1 KiB), instead of a column the size of the segment,
+    /// each of whose first halvings was a cache miss.
+    tops: Vec<u128>,
     /// The cells, as their keys (the value lies after the coordinates: [`Cell::into_key`]).
     keys: Vec<CellKey>,
     rows: RowFilter,
@@ -58,6 +65,7 @@ impl FlatSegment {
         }
         let segment = FlatSegment {
             id,
+            tops: prefixes.iter().step_by(TOP_EVERY).copied().collect(),
             prefixes,
             keys,
             rows,
@@ -97,12 +105,45 @@ impl FlatSegment {
     }
 
     /// The index of the first key at or after `key`: halving the prefixes, then the keys that
-    /// tie with `key`'s row prefix (a row's versions and columns, usually few).
+    /// tie with `key`'s row prefix (a row's versions and columns).
     pub(crate) fn lower_bound(&self, key: &CellKey) -> usize {
         let prefix = row_prefix(key.row());
-        let low = self.prefixes.partition_point(|p| *p < prefix);
-        let ties = self.prefixes[low..].partition_point(|p| *p == prefix);
-        low + self.keys[low..low + ties].partition_point(|k| k < key)
+        let low = self.first_prefix_from(prefix);
+        let high = self.end_of_ties(low, prefix);
+        // Each key compared is a cache miss on its bytes. A seek to a row's start (a get, a
+        // scan's next row) lands on the first tie: one comparison, where halving a hot row's
+        // hundreds of versions took ten.
+        match self.keys.get(low..high) {
+            Some([first, rest @ ..]) if first < key => low + 1 + rest.partition_point(|k| k < key),
+            _ => low,
+        }
+    }
+
+    /// The index of the first prefix at or after `prefix`: through the top index, then one
+    /// block.
+    fn first_prefix_from(&self, prefix: u128) -> usize {
+        let blocks_before = self.tops.partition_point(|top| *top < prefix);
+        if blocks_before == 0 {
+            return 0;
+        }
+        // Block `blocks_before - 1` starts below `prefix`, and the next starts at or above it.
+        let start = (blocks_before - 1) * TOP_EVERY + 1;
+        let end = (blocks_before * TOP_EVERY).min(self.prefixes.len());
+        start + self.prefixes[start..end].partition_point(|p| *p < prefix)
+    }
+
+    /// The first index after `low` whose prefix is not `prefix`: galloping, since ties are
+    /// usually few but a hot row may have thousands of versions.
+    fn end_of_ties(&self, low: usize, prefix: u128) -> usize {
+        let (mut tied, mut step) = (low, 1);
+        let mut probe = low + step;
+        while self.prefixes.get(probe) == Some(&prefix) {
+            tied = probe;
+            step *= 2;
+            probe = tied + step;
+        }
+        let probe = probe.min(self.prefixes.len());
+        tied + self.prefixes[tied..probe].partition_point(|p| *p == prefix)
     }
 
     /// The index of the first key after `from`.
@@ -191,5 +232,57 @@ impl FlatSegment {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use keel_cell::{CellKey, CellType};
+    use proptest::prelude::*;
+
+    use super::FlatSegment;
+
+    /// Rows that tie on their first 16 bytes or not, and hot rows with many versions.
+    fn key(row: u16, shared: bool, version: i64) -> CellKey {
+        let row = if shared {
+            format!("user0123456789ab{row:05}")
+        } else {
+            format!("u{row:05}")
+        };
+        CellKey::new(Bytes::from(row), "f", "q", version, CellType::Put).expect("key")
+    }
+
+    fn keys() -> impl Strategy<Value = Vec<CellKey>> {
+        prop::collection::vec((0u16..400, any::<bool>(), 0i64..40), 0..3000).prop_map(|raw| {
+            let mut keys: Vec<CellKey> = raw.into_iter().map(|(r, s, v)| key(r, s, v)).collect();
+            keys.sort();
+            keys.dedup();
+            keys
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Through the top index, the galloping tie search and the first-tie shortcut, the
+        /// same answer as halving the whole array of keys.
+        #[test]
+        fn lower_bound_is_the_sorted_arrays(
+            keys in keys(),
+            probes in prop::collection::vec((0u16..410, any::<bool>(), -1i64..42, 0u8..3), 1..200),
+        ) {
+            let (flat, size) = FlatSegment::from_keys(1, keys.clone());
+            prop_assert_eq!(size.cell_count, keys.len() as u64);
+            for (row, shared, version, kind) in probes {
+                let probe = match kind {
+                    0 => key(row, shared, version),
+                    1 => CellKey::first_on_row(key(row, shared, 0).row_bytes()),
+                    _ => CellKey::last_on_row(key(row, shared, 0).row_bytes()),
+                };
+                let expected = keys.partition_point(|k| *k < probe);
+                prop_assert_eq!(flat.lower_bound(&probe), expected, "{:?}", probe);
+            }
+        }
     }
 }
