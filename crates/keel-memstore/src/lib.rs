@@ -10,9 +10,13 @@
 //!   [`MemStore::row_scanner`] reads one row (a get), skipping every segment whose row filter
 //!   (a growing Bloom filter of the rows it holds) rules the row out.
 //!   [`MemStore::visit`] and [`Snapshot::visit`] walk the same cells borrowed, without cloning.
-//! - [`MemStore::snapshot`] freezes the active segment atomically with respect to writers; until
-//!   [`MemStore::clear_snapshot`], readers see both, and a second `snapshot` returns the pending
-//!   one.
+//! - [`MemStore::flatten`] is an in-memory flush (HBase's `CompactingMemStore`, policy BASIC):
+//!   it freezes the active segment and merges every frozen one into a flat sorted array, which
+//!   reads search and walk faster than a skip list. Its owner decides when (keel-region: at an
+//!   eighth of the flush size).
+//! - [`MemStore::snapshot`] freezes the active segment and the flattened ones atomically with
+//!   respect to writers; until [`MemStore::clear_snapshot`], readers see them all, and a second
+//!   `snapshot` returns the pending one.
 //! - Sizes ([`SegmentSize`]) are atomics, readable any time without a lock.
 //! - MSLAB: cell bytes are copied into 2 MiB chunks from a bounded shared [`ChunkPool`]; a chunk
 //!   is reused only once no reader holds a cell from it. [`MemStoreOptions::mslab`] switches it off

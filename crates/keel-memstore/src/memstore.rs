@@ -88,12 +88,13 @@ impl Snapshot {
     }
 }
 
-/// HBase's `DefaultMemStore`: a concurrent sorted set of cells with snapshots for flush.
+/// HBase's `DefaultMemStore` (or, with [`MemStore::flatten`], its `CompactingMemStore`): a
+/// concurrent sorted set of cells with snapshots for flush.
 ///
 /// Writers and readers run at once. Readers take no exclusive lock: a scanner takes a shared
-/// lock for the moment it copies two segment handles; writers hold the shared lock while they
-/// insert, so [`MemStore::snapshot`] (the only exclusive user) waits for in-flight adds and no
-/// add can land in a segment after it was frozen.
+/// lock for the moment it copies the segment handles; writers hold the shared lock while they
+/// insert, so [`MemStore::snapshot`] and [`MemStore::flatten`] (the exclusive users) wait for
+/// in-flight adds and no add can land in a segment after it was frozen.
 #[derive(Debug)]
 pub struct MemStore {
     options: MemStoreOptions,
@@ -160,6 +161,7 @@ impl MemStore {
     /// order rolls back this way): each cell stored under exactly its key, sequence id included,
     /// is removed from the active segment. Returns how many were found. The write's MVCC entry
     /// must not have completed, so no reader could have seen them.
+    ///
     /// A cell an in-memory flush has moved on is taken out of the pipeline (rebuilding a flat
     /// segment without it: rare, and only on this path).
     pub fn rollback(&self, cells: &[Cell]) -> usize {
