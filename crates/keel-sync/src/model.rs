@@ -25,6 +25,17 @@ impl<T> Mutex<T> {
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         ))
     }
+
+    /// Locks the mutex if no one holds it (`None` if someone does), as parking_lot's does.
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        match self.0.try_lock() {
+            Ok(guard) => Some(MutexGuard(Some(guard))),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+                Some(MutexGuard(Some(poisoned.into_inner())))
+            }
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
 }
 
 impl<T> Deref for MutexGuard<'_, T> {
