@@ -141,7 +141,9 @@ fn run(mslab: bool, flatten: bool) {
         thread::spawn(move || {
             let mut flattened = 0;
             while flatten && !done.load(Ordering::Acquire) {
-                if memstore.active_size().data_bytes >= 64 << 10 && memstore.flatten() {
+                // 4 KiB: small beside what arrives between two of the flusher's snapshots
+                // (2 ms), so the flattener finds work however the threads are scheduled.
+                if memstore.active_size().data_bytes >= 4 << 10 && memstore.flatten() {
                     flattened += 1;
                 }
                 thread::yield_now();
