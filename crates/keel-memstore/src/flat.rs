@@ -13,7 +13,7 @@ use keel_cell::{Cell, CellKey};
 use keel_sync::Mutex;
 
 use crate::row_filter::{RowFilter, row_hash};
-use crate::segment::{AnySegment, SegmentSize, row_prefix};
+use crate::segment::{AnySegment, SegmentSize, before_end, push_prefetched, row_prefix};
 
 /// One prefix in this many is copied into [`FlatSegment`]'s top index.
 const TOP_EVERY: usize = 64;
@@ -195,23 +195,11 @@ impl FlatSegment {
         while taken < max
             && let Some(key) = self.keys.get(index)
         {
-            let within = match end {
-                Bound::Included(end) => key <= end,
-                Bound::Excluded(end) => key < end,
-                Bound::Unbounded => true,
-            };
-            if !within {
+            if !before_end(key, end) {
                 return;
             }
             if key.sequence_id() <= read_point {
-                // As in the skip list's walk: the cell's bytes lie in a chunk elsewhere, and
-                // asked for now they load while the walk goes on.
-                if let Some(cell) = Cell::from_key(key.clone()) {
-                    for part in cell.coordinates_and_value() {
-                        keel_sync::prefetch(part);
-                    }
-                    out.push_back(cell);
-                }
+                push_prefetched(key, out);
                 taken += 1;
             }
             index += 1;

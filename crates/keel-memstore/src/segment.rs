@@ -263,14 +263,6 @@ impl Segment {
         max: usize,
         out: &mut VecDeque<Cell>,
     ) {
-        // Only the end needs checking: the walk starts at `from`'s lower bound and moves up.
-        // (Checking the whole range compared every cell with `from` as well, which is mostly
-        // the previous cell of the same row: a sixth of a scan's key comparisons.)
-        let before_end = |key: &CellKey| match end {
-            Bound::Included(end) => key <= end,
-            Bound::Excluded(end) => key < end,
-            Bound::Unbounded => true,
-        };
         // Room for the whole batch at once: a scanner's first batch went into an empty queue
         // that grew (and moved its cells) three times on the way to 16.
         out.reserve(max);
@@ -279,19 +271,10 @@ impl Segment {
         let mut taken = 0;
         while let Some(current) = entry {
             let key = current.key().cell_key();
-            if !before_end(key) {
+            if !before_end(key, end) {
                 return;
             }
-            // The node is in cache now; the cell's bytes lie in a chunk elsewhere, and the
-            // caller's first comparison of them would wait for memory, cell after cell. Asked
-            // for here, they load while the walk goes on. Every key stored is a cell's (`add`),
-            // so `from_key` always gives the cell back.
-            if let Some(cell) = Cell::from_key(key.clone()) {
-                for part in cell.coordinates_and_value() {
-                    keel_sync::prefetch(part);
-                }
-                out.push_back(cell);
-            }
+            push_prefetched(key, out);
             taken += 1;
             if taken == max {
                 return;
@@ -397,6 +380,32 @@ impl AnySegment {
             AnySegment::List(list) => list.take_chunks(),
             AnySegment::Flat(flat) => flat.take_chunks(),
         }
+    }
+}
+
+/// Whether `key` lies within a walk's `end`. A walk starts at its `from` bound's lower bound and
+/// moves up, so only the end needs checking. (Checking the whole range compared every cell with
+/// `from` as well, which is mostly the previous cell of the same row: a sixth of a scan's key
+/// comparisons.)
+pub(crate) fn before_end(key: &CellKey, end: Bound<&CellKey>) -> bool {
+    match end {
+        Bound::Included(end) => key <= end,
+        Bound::Excluded(end) => key < end,
+        Bound::Unbounded => true,
+    }
+}
+
+/// Pushes the cell that `key` names onto a walk's output, asking for its bytes on the way.
+/// The key is in cache now, but the cell's bytes lie in a chunk elsewhere, and the caller's first
+/// comparison of them would wait for memory, cell after cell. Asked for here, they load while
+/// the walk goes on. Every key a segment stores is a cell's (`add`), so `from_key` always gives
+/// the cell back.
+pub(crate) fn push_prefetched(key: &CellKey, out: &mut VecDeque<Cell>) {
+    if let Some(cell) = Cell::from_key(key.clone()) {
+        for part in cell.coordinates_and_value() {
+            keel_sync::prefetch(part);
+        }
+        out.push_back(cell);
     }
 }
 
