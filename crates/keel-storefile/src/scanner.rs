@@ -45,6 +45,8 @@ pub struct StoreFileScanner<'a> {
     block_offset: u64,
     /// Byte position of the cell after `current` in `block`.
     pos: usize,
+    /// How far into `block` the walk has asked for its bytes ([`PREFETCH_AHEAD`]).
+    prefetched: usize,
     current: Option<Cell>,
     started: bool,
     /// When set, the scanner ends rather than enter a block whose keys all sort after this.
@@ -67,6 +69,7 @@ impl<'a> StoreFileScanner<'a> {
             block: DataBlock::default(),
             block_offset: 0,
             pos: 0,
+            prefetched: 0,
             current: None,
             started: false,
             limit: None,
@@ -122,6 +125,7 @@ impl<'a> StoreFileScanner<'a> {
             self.path.clear();
             self.block = DataBlock::default();
             self.pos = 0;
+            self.prefetched = 0;
             return Ok(());
         }
         self.descend(&CellKey::first_on_row(Bytes::copy_from_slice(row)))?;
@@ -298,6 +302,7 @@ impl<'a> StoreFileScanner<'a> {
         self.block = self.reader.data_block(at)?;
         self.block_offset = at.offset;
         self.pos = 0;
+        self.prefetched = 0;
         self.current = None;
         Ok(())
     }
@@ -385,10 +390,16 @@ impl<'a> StoreFileScanner<'a> {
                 self.pos = next;
                 self.current = Some(cell);
                 // A walk reads on through the block: the bytes a few cells ahead start loading
-                // now, so the next cells' headers are not each a wait for memory.
-                if let Some(ahead) = self.block.bytes.get(next + PREFETCH_AHEAD..) {
-                    keel_sync::prefetch(ahead);
+                // now, so the next cells' headers are not each a wait for memory. Every line up
+                // to there is asked for: a ten-column cell spans two or three lines, and asking
+                // for one line a cell left the lines between to be waited for.
+                let ahead = (next + PREFETCH_AHEAD).min(self.block.cells_end);
+                let mut line = self.prefetched.max(next);
+                while line < ahead {
+                    keel_sync::prefetch(&self.block.bytes[line..]);
+                    line += CACHE_LINE;
                 }
+                self.prefetched = self.prefetched.max(line);
                 return Ok(());
             }
             if !self.next_block()? {
@@ -429,6 +440,9 @@ impl<'a> StoreFileScanner<'a> {
 /// How far past the cell it has just decoded a block's walk asks for the block's bytes: about
 /// three ten-column YCSB cells.
 const PREFETCH_AHEAD: usize = 512;
+
+/// The step between prefetches of a block's bytes.
+const CACHE_LINE: usize = 64;
 
 /// If the cell encoded at `pos` is well-formed and of a row before `row`, where the next cell
 /// starts; otherwise `None` (and the caller decodes it, reporting any damage).
