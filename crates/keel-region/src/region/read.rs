@@ -53,19 +53,41 @@ impl Region {
             sources.push(Box::new(MemSource(memstore)));
             let mut merge = MergeScanner::new(sources, &first)?;
             let mut skip = crate::scanner::ColumnSkip::default();
+            let last_named = last_named_qualifier(query, name);
             while let Some(cell) = merge.next()? {
                 if cell.row() != row {
                     break;
+                }
+                // A get naming columns seeks from one to the next (HBase's explicit column
+                // tracker): cells of other columns are not read one by one. The empty-qualifier
+                // column is read whatever the get names: the family's delete markers are there.
+                if last_named.is_some() && !cell.qualifier().is_empty() {
+                    match next_named_qualifier(query, name, cell.qualifier()) {
+                        None => break, // past every column the get names
+                        Some(wanted) if wanted != cell.qualifier() => {
+                            merge.reseek(&CellKey::first_on_column(row.clone(), name, wanted))?;
+                            continue;
+                        }
+                        Some(_) => {}
+                    }
                 }
                 if skip.still_in_column(&cell, out.last(), &mut merge)? {
                     continue;
                 }
                 let admitted = matcher.admit(&cell);
+                // The last named column finished: nothing after it in the row can be admitted,
+                // so the get ends here instead of seeking past the column's older versions (a
+                // counter's row holds every increment's cell until a flush drops them).
+                let finished = matcher.column_done()
+                    && last_named.is_some_and(|last| cell.qualifier() == &last[..]);
                 if matcher.column_done() {
                     skip.column_done(&cell, admitted);
                 }
                 if admitted {
                     out.push(cell);
+                }
+                if finished {
+                    break;
                 }
             }
         }
@@ -186,6 +208,37 @@ fn cells_wanted(query: &ReadQuery, name: &Bytes) -> usize {
     named
         .saturating_mul(query.max_versions.max(1) as usize)
         .saturating_add(1)
+}
+
+/// The greatest qualifier of family `name` that `query` names, when it names only single
+/// columns of it (`None` when it reads the whole family, or none of it). Cells of a family come
+/// in qualifier order, so a get of that family has nothing to read after this column.
+fn last_named_qualifier<'q>(query: &'q ReadQuery, name: &Bytes) -> Option<&'q Bytes> {
+    let mut last: Option<&Bytes> = None;
+    for (family, qualifier) in query.columns.as_ref()? {
+        if family == name {
+            let qualifier = qualifier.as_ref()?;
+            last = Some(last.map_or(qualifier, |l| l.max(qualifier)));
+        }
+    }
+    last
+}
+
+/// The least qualifier of family `name` that `query` names at or after `qualifier` (only
+/// called when it names single columns of the family, [`last_named_qualifier`]).
+fn next_named_qualifier<'q>(
+    query: &'q ReadQuery,
+    name: &Bytes,
+    qualifier: &[u8],
+) -> Option<&'q Bytes> {
+    query
+        .columns
+        .as_ref()?
+        .iter()
+        .filter(|(family, _)| family == name)
+        .filter_map(|(_, named)| named.as_ref())
+        .filter(|named| &named[..] >= qualifier)
+        .min()
 }
 
 /// Whether `query` reads family `name` at all.
