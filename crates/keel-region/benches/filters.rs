@@ -11,6 +11,13 @@
 //!    over rows of five 100-byte columns, against a full scan:
 //!    `filter_keyonly_count_vs_full_scan` = counting time ÷ full-scan time (< 1 expected).
 //!
+//! 3. **A get naming one column seeks to it**: on rows of the first store given
+//!    [`VERSIONS`] newer versions of every column in the memstore, a get of the row's last column
+//!    (latest version) against a get of the whole row (latest versions).
+//!    `get_column_vs_row` = whole-row time ÷ one-column time (> 1: the get seeks past the other
+//!    columns and stops after its own, HBase's explicit column tracker; a get that walked the
+//!    row and filtered it cost about as much as the whole row).
+//!
 //! Each side has its own store, loaded identically and flushed (so reads go through store
 //! files and the block cache, warmed by one scan first); the sides alternate, and each figure is
 //! the median over rounds.
@@ -20,6 +27,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use keel_region::matcher::ReadQuery;
 use keel_region::{Engine, EngineOptions, FamilyOptions, Filter, Scan, Table};
 use keel_testkit::figure;
 
@@ -78,6 +86,19 @@ fn run(table: &Table, scan: &Scan) -> (Duration, usize, u64) {
         rows += 1;
     }
     (start.elapsed(), rows, scanner.cells_read())
+}
+
+/// Newer versions of every column written to the rows the column gets read.
+const VERSIONS: usize = 8;
+
+/// Gets `rows` rows of `table` with `query`: (time, cells returned).
+fn gets(table: &Table, rows: usize, query: &ReadQuery) -> (Duration, usize) {
+    let start = Instant::now();
+    let mut cells = 0;
+    for i in 0..rows {
+        cells += table.get(row(i).as_bytes(), query).expect("get").len();
+    }
+    (start.elapsed(), cells)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -158,6 +179,55 @@ fn main() {
             s.2
         );
     }
+
+    // Newer versions of every column of the first rows, in the memstore (not flushed).
+    let get_rows = rows / 5;
+    for version in 0..VERSIONS {
+        for i in 0..get_rows {
+            let cells = (0..COLUMNS)
+                .map(|c| {
+                    keel_cell::Cell::put(
+                        Bytes::from(row(i)),
+                        Bytes::from_static(b"f"),
+                        Bytes::from(format!("c{c}")),
+                        2 + version as i64,
+                        Bytes::from(vec![b'w'; VALUE]),
+                    )
+                    .expect("cell")
+                })
+                .collect();
+            filtered_side
+                .table
+                .mutate(cells, keel_region::Durability::SkipWal)
+                .expect("versions");
+        }
+    }
+    let whole_row = ReadQuery::latest(0, now);
+    let last_column = ReadQuery {
+        columns: Some(vec![(
+            Bytes::from_static(b"f"),
+            Some(Bytes::from(format!("c{}", COLUMNS - 1))),
+        )]),
+        ..ReadQuery::latest(0, now)
+    };
+    let mut column_ratio = Vec::new();
+    for round in 0..rounds {
+        let (c, w) = if round % 2 == 0 {
+            let c = gets(&filtered_side.table, get_rows, &last_column);
+            (c, gets(&filtered_side.table, get_rows, &whole_row))
+        } else {
+            let w = gets(&filtered_side.table, get_rows, &whole_row);
+            (gets(&filtered_side.table, get_rows, &last_column), w)
+        };
+        assert_eq!(c.1, get_rows, "one cell per row");
+        assert_eq!(w.1, get_rows * COLUMNS, "every column of every row");
+        column_ratio.push(w.0.as_secs_f64() / c.0.as_secs_f64());
+        println!(
+            "round {round}: {get_rows} gets of one column {:.1} ms vs of the whole row {:.1} ms",
+            c.0.as_secs_f64() * 1e3,
+            w.0.as_secs_f64() * 1e3
+        );
+    }
     println!(
         "{}",
         figure("filter_prefix_vs_range_scan", median(prefix_ratio))
@@ -170,4 +240,5 @@ fn main() {
         "{}",
         figure("filter_keyonly_count_vs_full_scan", median(count_ratio))
     );
+    println!("{}", figure("get_column_vs_row", median(column_ratio)));
 }
