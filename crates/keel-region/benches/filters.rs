@@ -16,7 +16,8 @@
 //!    (latest version) against a get of the whole row (latest versions).
 //!    `get_column_vs_row` = whole-row time ÷ one-column time (> 1: the get seeks past the other
 //!    columns and stops after its own, HBase's explicit column tracker; a get that walked the
-//!    row and filtered it cost about as much as the whole row).
+//!    row and filtered it cost about as much as the whole row). `scan_column_vs_row`: the same
+//!    for a scan of those rows naming the column against one of whole rows.
 //!
 //! Each side has its own store, loaded identically and flushed (so reads go through store
 //! files and the block cache, warmed by one scan first); the sides alternate, and each figure is
@@ -210,8 +211,24 @@ fn main() {
         )]),
         ..ReadQuery::latest(0, now)
     };
-    let mut column_ratio = Vec::new();
+    let scan_of = |query: &ReadQuery| Scan {
+        stop_row: Bytes::from(row(get_rows)),
+        query: query.clone(),
+        ..Scan::all(now)
+    };
+    let (column_scan, row_scan) = (scan_of(&last_column), scan_of(&whole_row));
+    let (mut column_ratio, mut scan_ratio) = (Vec::new(), Vec::new());
     for round in 0..rounds {
+        let (c, w) = if round % 2 == 0 {
+            let c = run(&filtered_side.table, &column_scan);
+            (c, run(&filtered_side.table, &row_scan))
+        } else {
+            let w = run(&filtered_side.table, &row_scan);
+            (run(&filtered_side.table, &column_scan), w)
+        };
+        assert_eq!((c.1, w.1), (get_rows, get_rows), "every row, both ways");
+        scan_ratio.push(w.0.as_secs_f64() / c.0.as_secs_f64());
+        let scan_pair = (c.0.as_secs_f64() * 1e3, w.0.as_secs_f64() * 1e3);
         let (c, w) = if round % 2 == 0 {
             let c = gets(&filtered_side.table, get_rows, &last_column);
             (c, gets(&filtered_side.table, get_rows, &whole_row))
@@ -223,9 +240,11 @@ fn main() {
         assert_eq!(w.1, get_rows * COLUMNS, "every column of every row");
         column_ratio.push(w.0.as_secs_f64() / c.0.as_secs_f64());
         println!(
-            "round {round}: {get_rows} gets of one column {:.1} ms vs of the whole row {:.1} ms",
+            "round {round}: {get_rows} gets of one column {:.1} ms vs of the whole row {:.1} ms; scans {:.1} ms vs {:.1} ms",
             c.0.as_secs_f64() * 1e3,
-            w.0.as_secs_f64() * 1e3
+            w.0.as_secs_f64() * 1e3,
+            scan_pair.0,
+            scan_pair.1
         );
     }
     println!(
@@ -241,4 +260,5 @@ fn main() {
         figure("filter_keyonly_count_vs_full_scan", median(count_ratio))
     );
     println!("{}", figure("get_column_vs_row", median(column_ratio)));
+    println!("{}", figure("scan_column_vs_row", median(scan_ratio)));
 }

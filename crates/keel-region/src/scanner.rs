@@ -11,7 +11,7 @@ use keel_storefile::{KeyValueScanner, MergeScanner};
 
 use crate::error::RegionError;
 use crate::filter::{Active, ReturnCode, is_row_hint};
-use crate::matcher::Matcher;
+use crate::matcher::{Matcher, ReadQuery};
 use crate::scan::Scan;
 
 /// A scan in progress ([`crate::Region::scanner`]): an iterator of results, each the selected
@@ -124,6 +124,51 @@ impl ColumnSkip {
     }
 }
 
+/// Where a read that names columns goes from a cell: [`column_step`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ColumnStep<'q> {
+    /// The cell's column may be read (named, its whole family named, or the empty qualifier).
+    Read,
+    /// The next named column of the family: seek to its first cell.
+    SeekTo(&'q Bytes),
+    /// Past every column the read names in the cell's family: skip the rest of the family.
+    PastFamily,
+}
+
+/// What a read of `query` does with a cell of (`family`, `qualifier`) before the matcher sees
+/// it (HBase's explicit column tracker, which answers `SEEK_NEXT_COL` with the next wanted
+/// column): the cells of columns it does not name are seeked past, not read one version at a
+/// time. The empty-qualifier column is always read: the family's delete markers live there, and
+/// it sorts before every other column, so a seek from any later one cannot skip them. The
+/// column list is walked each call (a read names a handful; no allocation per get).
+pub(crate) fn column_step<'q>(
+    query: &'q ReadQuery,
+    family: &[u8],
+    qualifier: &[u8],
+) -> ColumnStep<'q> {
+    let Some(columns) = &query.columns else {
+        return ColumnStep::Read;
+    };
+    if qualifier.is_empty() {
+        return ColumnStep::Read;
+    }
+    let mut next: Option<&'q Bytes> = None;
+    for (named_family, named) in columns {
+        if named_family != family {
+            continue;
+        }
+        let Some(named) = named else {
+            return ColumnStep::Read; // the whole family
+        };
+        match named[..].cmp(qualifier) {
+            std::cmp::Ordering::Equal => return ColumnStep::Read,
+            std::cmp::Ordering::Greater if next.is_none_or(|n| named < n) => next = Some(named),
+            _ => {}
+        }
+    }
+    next.map_or(ColumnStep::PastFamily, ColumnStep::SeekTo)
+}
+
 impl std::fmt::Debug for RegionScanner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RegionScanner")
@@ -232,6 +277,18 @@ impl RegionScanner {
                     && self.hint_moves_on(&cell, &hint)
                 {
                     self.seek_hint(hint)?;
+                    continue;
+                }
+            }
+            match column_step(&self.scan.query, cell.family(), cell.qualifier()) {
+                ColumnStep::Read => {}
+                ColumnStep::SeekTo(wanted) => {
+                    let target = CellKey::first_on_column(cell.row_bytes(), cell.family(), wanted);
+                    self.advance_to(&target)?;
+                    continue;
+                }
+                ColumnStep::PastFamily => {
+                    self.skip_family(&cell)?;
                     continue;
                 }
             }
@@ -432,5 +489,52 @@ impl Iterator for RegionScanner {
                 return Some(Err(e));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naming(columns: &[(&'static str, Option<&'static str>)]) -> ReadQuery {
+        ReadQuery {
+            columns: Some(
+                columns
+                    .iter()
+                    .map(|(f, q)| {
+                        (
+                            Bytes::from_static(f.as_bytes()),
+                            q.map(|q| Bytes::from_static(q.as_bytes())),
+                        )
+                    })
+                    .collect(),
+            ),
+            ..ReadQuery::latest(u64::MAX, 0)
+        }
+    }
+
+    #[test]
+    fn a_read_naming_columns_seeks_to_the_next_one_and_past_the_family() {
+        let query = naming(&[("f", Some("m")), ("f", Some("c")), ("g", None)]);
+        let step = |family: &str, qualifier: &str| {
+            column_step(&query, family.as_bytes(), qualifier.as_bytes())
+        };
+        assert_eq!(
+            step("f", "a"),
+            ColumnStep::SeekTo(&Bytes::from_static(b"c"))
+        );
+        assert_eq!(step("f", "c"), ColumnStep::Read);
+        assert_eq!(
+            step("f", "d"),
+            ColumnStep::SeekTo(&Bytes::from_static(b"m"))
+        );
+        assert_eq!(step("f", "m"), ColumnStep::Read);
+        assert_eq!(step("f", "z"), ColumnStep::PastFamily);
+        // The family's delete markers are in the empty qualifier: always read.
+        assert_eq!(step("f", ""), ColumnStep::Read);
+        // A family named whole, and a read naming no columns, read everything.
+        assert_eq!(step("g", "anything"), ColumnStep::Read);
+        let all = ReadQuery::latest(u64::MAX, 0);
+        assert_eq!(column_step(&all, b"f", b"z"), ColumnStep::Read);
     }
 }

@@ -556,12 +556,36 @@ proptest! {
                         ),
                         ..ReadQuery::latest(u64::MAX, 0)
                     };
+                    let mut expected_rows = Vec::new();
                     for row in ["r1", "r2"] {
                         let got = o.region.get(row.as_bytes(), &query).expect("get");
                         let expected = visible(&written, row, &query, &rules);
                         let got_values: Vec<Bytes> = got.iter().map(|c| c.value_bytes()).collect();
                         let expected_values: Vec<Bytes> = expected.iter().map(|c| c.value_bytes()).collect();
-                        prop_assert_eq!(got_values, expected_values, "{:?} of {}", columns, row);
+                        prop_assert_eq!(&got_values, &expected_values, "{:?} of {}", columns, row);
+                        if !expected_values.is_empty() {
+                            expected_rows.push(expected_values);
+                        }
+                    }
+                    // And scans naming them, forwards and reversed.
+                    for reversed in [false, true] {
+                        let scan = keel_region::Scan {
+                            start_row: Bytes::from(if reversed { "r3" } else { "r" }),
+                            query: query.clone(),
+                            reversed,
+                            ..keel_region::Scan::all(0)
+                        };
+                        let mut scanned: Vec<Vec<Bytes>> = o
+                            .region
+                            .scan(&scan)
+                            .expect("scan")
+                            .into_iter()
+                            .map(|row| row.iter().map(|c| c.value_bytes()).collect())
+                            .collect();
+                        if reversed {
+                            scanned.reverse();
+                        }
+                        prop_assert_eq!(&scanned, &expected_rows, "{:?} reversed {}", columns, reversed);
                     }
                 }
             }

@@ -11,7 +11,7 @@ use super::{MemSource, Region, Store, now_ms};
 use crate::error::RegionError;
 use crate::matcher::{Matcher, ReadQuery};
 use crate::scan::Scan;
-use crate::scanner::RegionScanner;
+use crate::scanner::{ColumnStep, RegionScanner, column_step};
 #[cfg(feature = "tracing")]
 use crate::trace::Printable;
 use crate::trace::span;
@@ -58,18 +58,14 @@ impl Region {
                 if cell.row() != row {
                     break;
                 }
-                // A get naming columns seeks from one to the next (HBase's explicit column
-                // tracker): cells of other columns are not read one by one. The empty-qualifier
-                // column is read whatever the get names: the family's delete markers are there.
-                if last_named.is_some() && !cell.qualifier().is_empty() {
-                    match next_named_qualifier(query, name, cell.qualifier()) {
-                        None => break, // past every column the get names
-                        Some(wanted) if wanted != cell.qualifier() => {
-                            merge.reseek(&CellKey::first_on_column(row.clone(), name, wanted))?;
-                            continue;
-                        }
-                        Some(_) => {}
+                // A get naming columns seeks from one to the next and ends after the last.
+                match column_step(query, name, cell.qualifier()) {
+                    ColumnStep::Read => {}
+                    ColumnStep::SeekTo(wanted) => {
+                        merge.reseek(&CellKey::first_on_column(row.clone(), name, wanted))?;
+                        continue;
                     }
+                    ColumnStep::PastFamily => break,
                 }
                 if skip.still_in_column(&cell, out.last(), &mut merge)? {
                     continue;
@@ -222,23 +218,6 @@ fn last_named_qualifier<'q>(query: &'q ReadQuery, name: &Bytes) -> Option<&'q By
         }
     }
     last
-}
-
-/// The least qualifier of family `name` that `query` names at or after `qualifier` (only
-/// called when it names single columns of the family, [`last_named_qualifier`]).
-fn next_named_qualifier<'q>(
-    query: &'q ReadQuery,
-    name: &Bytes,
-    qualifier: &[u8],
-) -> Option<&'q Bytes> {
-    query
-        .columns
-        .as_ref()?
-        .iter()
-        .filter(|(family, _)| family == name)
-        .filter_map(|(_, named)| named.as_ref())
-        .filter(|named| &named[..] >= qualifier)
-        .min()
 }
 
 /// Whether `query` reads family `name` at all.
