@@ -363,7 +363,9 @@ impl RegionScanner {
     /// Skips the rest of `cell`'s family in its row (HBase's NEXT_ROW, which moves only the
     /// store that returned it; the row's other families still come).
     fn skip_family(&mut self, cell: &Cell) -> Result<(), RegionError> {
-        let mut after = cell.family().to_vec();
+        // Sized for the 0 byte at once: a push past `to_vec`'s exact capacity reallocated.
+        let mut after = Vec::with_capacity(cell.family().len() + 1);
+        after.extend_from_slice(cell.family());
         after.push(0);
         self.advance_to(&CellKey::first_on_column(
             cell.row_bytes(),
