@@ -214,18 +214,37 @@ pub(crate) fn seek_start(cells: &[u8], starts: &[u8], row: &[u8]) -> Option<usiz
 /// The byte range of the row of the (plain) cell encoded at `pos`, and where the next cell
 /// starts; `None` at the block's end or on a damaged header.
 pub(crate) fn cell_row_at(block: &[u8], pos: usize) -> Option<(std::ops::Range<usize>, usize)> {
+    cell_coordinates_at(block, pos).map(|(c, end)| (c.row, end))
+}
+
+/// Where the row, family and qualifier of an encoded cell lie in its block.
+pub(crate) struct Coordinates {
+    pub(crate) row: std::ops::Range<usize>,
+    pub(crate) family: std::ops::Range<usize>,
+    pub(crate) qualifier: std::ops::Range<usize>,
+}
+
+/// The coordinates of the (plain) cell encoded at `pos`, read from its header alone, and where
+/// the next cell starts; `None` at the block's end or on a damaged header.
+pub(crate) fn cell_coordinates_at(block: &[u8], pos: usize) -> Option<(Coordinates, usize)> {
     let header = block.get(pos..pos.checked_add(keel_cell::CELL_HEADER_LEN)?)?;
     let row_len = usize::from(u16::from_le_bytes([header[0], header[1]]));
     let family_len = usize::from(header[2]);
     let qualifier_len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
     let value_len = u32::from_le_bytes([header[8], header[9], header[10], header[11]]) as usize;
     let row_start = pos + header.len();
-    let end = row_start
-        .checked_add(row_len)?
-        .checked_add(family_len)?
-        .checked_add(qualifier_len)?
-        .checked_add(value_len)?;
-    (end <= block.len()).then_some((row_start..row_start + row_len, end))
+    let family_start = row_start.checked_add(row_len)?;
+    let qualifier_start = family_start.checked_add(family_len)?;
+    let value_start = qualifier_start.checked_add(qualifier_len)?;
+    let end = value_start.checked_add(value_len)?;
+    (end <= block.len()).then_some((
+        Coordinates {
+            row: row_start..family_start,
+            family: family_start..qualifier_start,
+            qualifier: qualifier_start..value_start,
+        },
+        end,
+    ))
 }
 
 #[cfg(test)]

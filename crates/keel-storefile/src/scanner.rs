@@ -427,6 +427,22 @@ impl<'a> StoreFileScanner<'a> {
             }
             self.load_next()?;
         }
+        // Within the row, the rest of the current column or family, when all of it lies before
+        // `key`, is stepped over by headers too: a get's column skip and a scan's family skip
+        // land here, and decoding each older version built and dropped a `Cell` apiece.
+        if let Some(cell) = &self.current
+            && let Some(scope) = Scope::before(cell.key(), key)
+        {
+            let cells = self.block.cells();
+            let mut pos = self.pos;
+            while let Some(next) = scope.same_at(cells, pos, cell) {
+                pos = next;
+            }
+            if pos != self.pos {
+                self.pos = pos;
+                self.load_next()?;
+            }
+        }
         while let Some(cell) = &self.current {
             if cell.key() >= key {
                 break;
@@ -434,6 +450,51 @@ impl<'a> StoreFileScanner<'a> {
             self.load_next()?;
         }
         Ok(())
+    }
+}
+
+/// How much of a row around a cell lies wholly before a reseek's key: cells sharing the cell's
+/// column, or its family, that can be stepped over by their headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Column,
+    Family,
+}
+
+impl Scope {
+    /// The scope of `current`'s row that sorts before `key` as a whole, if any. Rows compare
+    /// first, then families, then qualifiers, so a key in a later family of the row is after
+    /// all of `current`'s family, and one in a later column after all of `current`'s column;
+    /// a key at the end of `current`'s own column (HBase's `createLastOnRowCol`: the lowest
+    /// timestamp and the lowest type, which no stored cell has) is after all of that column.
+    fn before(current: &CellKey, key: &CellKey) -> Option<Scope> {
+        if current.row() != key.row() {
+            return None;
+        }
+        match key.family().cmp(current.family()) {
+            Ordering::Greater => Some(Scope::Family),
+            Ordering::Less => None,
+            Ordering::Equal => match key.qualifier().cmp(current.qualifier()) {
+                Ordering::Greater => Some(Scope::Column),
+                Ordering::Equal
+                    if key.timestamp() == i64::MIN
+                        && key.cell_type() == keel_cell::CellType::Minimum =>
+                {
+                    Some(Scope::Column)
+                }
+                _ => None,
+            },
+        }
+    }
+
+    /// If the cell encoded at `pos` shares this scope with `current`, where the next cell
+    /// starts; otherwise (or on a damaged header, which the decoding walk then reports) `None`.
+    fn same_at(self, block: &[u8], pos: usize, current: &Cell) -> Option<usize> {
+        let (at, end) = row_starts::cell_coordinates_at(block, pos)?;
+        let same = block[at.row] == *current.row()
+            && block[at.family] == *current.family()
+            && (self == Scope::Family || block[at.qualifier] == *current.qualifier());
+        same.then_some(end)
     }
 }
 
