@@ -270,3 +270,47 @@ fn a_scan_and_writers_run_through_splits() {
     let server = Engine::open(dir.path(), EngineOptions::default()).expect("reopen");
     check(&server.table("t").expect("t"));
 }
+
+/// A table's compactions, minor and major, while its regions split under them: a region
+/// closed by a split cancels its compaction, and the table's call goes on to the daughters
+/// instead of failing (it failed with `CompactionCancelled` before).
+#[test]
+fn table_compactions_follow_regions_through_splits() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Arc::new(Engine::open(dir.path(), EngineOptions::default()).expect("open"));
+    let t = server
+        .create_table("t", vec![FamilyOptions::new("f")])
+        .expect("create");
+    for i in 0..2_000 {
+        put(&t, &format!("a{i:05}"), "value");
+    }
+    t.flush().expect("flush");
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let compactor = s.spawn(|| {
+            let mut rounds = 0;
+            while !stop.load(Ordering::Relaxed) {
+                t.major_compact().expect("major compaction during splits");
+                t.compact().expect("compaction during splits");
+                rounds += 1;
+            }
+            rounds
+        });
+        for _ in 0..6 {
+            let regions = t.regions();
+            let largest = regions
+                .iter()
+                .max_by_key(|r| r.largest_store_bytes())
+                .expect("a region");
+            match server.split_region("t", largest.id(), None) {
+                Ok(_) | Err(RegionError::SplitRefused { .. }) => {}
+                Err(e) => panic!("split: {e}"),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(compactor.join().expect("compactor") > 0);
+    });
+    assert!(t.regions().len() > 1, "some splits happened");
+    let rows = rows_of(&t, false);
+    assert_eq!(rows.len(), 2_000);
+}

@@ -371,23 +371,39 @@ impl Table {
     /// Merges, in every region, the store files HBase's exploring policy selects; returns how
     /// many files went away.
     pub fn compact(&self) -> Result<usize, RegionError> {
-        let policy = crate::compaction_policy::CompactionPolicy::default();
-        let mut gone = 0;
-        for region in self.regions() {
-            gone += region.compact(&policy, false)?;
-        }
-        Ok(gone)
+        self.compact_regions(false)
     }
 
     /// Rewrites every region's store files as one per family, dropping deleted, expired and
     /// excess versions and delete markers; returns how many files went away.
     pub fn major_compact(&self) -> Result<usize, RegionError> {
+        self.compact_regions(true)
+    }
+
+    /// Compacts every region (`major`: all of each family's files).
+    fn compact_regions(&self, major: bool) -> Result<usize, RegionError> {
         let policy = crate::compaction_policy::CompactionPolicy::default();
         let mut gone = 0;
-        for region in self.regions() {
-            gone += region.compact(&policy, true)?;
-        }
-        Ok(gone)
+        // A split or merge may close a region meanwhile (its compaction is then cancelled):
+        // the call waits for the regions that replace it and compacts those, not again the
+        // ones already done.
+        let mut done = std::collections::HashSet::new();
+        self.following(|regions| {
+            for region in regions.all() {
+                if done.contains(&region.id()) {
+                    continue;
+                }
+                match region.compact(&policy, major) {
+                    Ok(removed) => gone += removed,
+                    Err(RegionError::CompactionCancelled(id)) if !region.is_open() => {
+                        return Err(RegionError::RegionClosed { region: id });
+                    }
+                    Err(other) => return Err(other),
+                }
+                done.insert(region.id());
+            }
+            Ok(gone)
+        })
     }
 
     /// Writes every region's memstores to store files; returns the highest flushed sequence id.
