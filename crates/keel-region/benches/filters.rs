@@ -39,6 +39,25 @@ fn row(i: usize) -> String {
     format!("row{i:07}")
 }
 
+/// Writes every column of row `i` at `timestamp`, each value `VALUE` bytes of `fill`.
+fn write_row(table: &Table, i: usize, timestamp: i64, fill: u8) {
+    let cells = (0..COLUMNS)
+        .map(|c| {
+            keel_cell::Cell::put(
+                Bytes::from(row(i)),
+                Bytes::from_static(b"f"),
+                Bytes::from(format!("c{c}")),
+                timestamp,
+                Bytes::from(vec![fill; VALUE]),
+            )
+            .expect("cell")
+        })
+        .collect();
+    table
+        .mutate(cells, keel_region::Durability::SkipWal)
+        .expect("write");
+}
+
 struct Store {
     _dir: tempfile::TempDir,
     _server: Engine,
@@ -51,23 +70,8 @@ fn store(rows: usize) -> Store {
     let table = server
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");
-    let value = vec![b'v'; VALUE];
     for i in 0..rows {
-        let cells = (0..COLUMNS)
-            .map(|c| {
-                keel_cell::Cell::put(
-                    Bytes::from(row(i)),
-                    Bytes::from_static(b"f"),
-                    Bytes::from(format!("c{c}")),
-                    1,
-                    Bytes::from(value.clone()),
-                )
-                .expect("cell")
-            })
-            .collect();
-        table
-            .mutate(cells, keel_region::Durability::SkipWal)
-            .expect("load");
+        write_row(&table, i, 1, b'v');
     }
     table.flush().expect("flush");
     Store {
@@ -185,22 +189,7 @@ fn main() {
     let get_rows = rows / 5;
     for version in 0..VERSIONS {
         for i in 0..get_rows {
-            let cells = (0..COLUMNS)
-                .map(|c| {
-                    keel_cell::Cell::put(
-                        Bytes::from(row(i)),
-                        Bytes::from_static(b"f"),
-                        Bytes::from(format!("c{c}")),
-                        2 + version as i64,
-                        Bytes::from(vec![b'w'; VALUE]),
-                    )
-                    .expect("cell")
-                })
-                .collect();
-            filtered_side
-                .table
-                .mutate(cells, keel_region::Durability::SkipWal)
-                .expect("versions");
+            write_row(&filtered_side.table, i, 2 + version as i64, b'w');
         }
     }
     let whole_row = ReadQuery::latest(0, now);
