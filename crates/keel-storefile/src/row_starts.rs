@@ -211,6 +211,14 @@ pub(crate) fn seek_start(cells: &[u8], starts: &[u8], row: &[u8]) -> Option<usiz
     lo.checked_sub(1).map(|i| entry(starts, i).0)
 }
 
+/// The byte range in `cells` of the last recorded row start's row: every key of a row before
+/// it lies in this block, never the next. `None` when no row start is recorded.
+pub(crate) fn last_recorded_row(cells: &[u8], starts: &[u8]) -> Option<std::ops::Range<usize>> {
+    let count = entry_count(starts);
+    let (offset, _) = entry(starts, count.checked_sub(1)?);
+    cell_row_at(cells, offset).map(|(row, _)| row)
+}
+
 /// The byte range of the row of the (plain) cell encoded at `pos`, and where the next cell
 /// starts; `None` at the block's end or on a damaged header.
 pub(crate) fn cell_row_at(block: &[u8], pos: usize) -> Option<(std::ops::Range<usize>, usize)> {

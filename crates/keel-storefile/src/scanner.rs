@@ -48,6 +48,10 @@ pub struct StoreFileScanner<'a> {
     /// How far into `block` the walk has asked for its bytes ([`PREFETCH_AHEAD`]).
     prefetched: usize,
     current: Option<Cell>,
+    /// Where the block's last recorded row start's row lies in it, once a reseek asked
+    /// (`None` until then): a reseek to an earlier row stays in the block without reading the
+    /// index.
+    last_row: Option<Option<std::ops::Range<usize>>>,
     started: bool,
     /// When set, the scanner ends rather than enter a block whose keys all sort after this.
     limit: Option<CellKey>,
@@ -71,6 +75,7 @@ impl<'a> StoreFileScanner<'a> {
             pos: 0,
             prefetched: 0,
             current: None,
+            last_row: None,
             started: false,
             limit: None,
         }
@@ -124,6 +129,7 @@ impl<'a> StoreFileScanner<'a> {
             self.current = None;
             self.path.clear();
             self.block = DataBlock::default();
+            self.last_row = None;
             self.pos = 0;
             self.prefetched = 0;
             return Ok(());
@@ -245,10 +251,21 @@ impl<'a> StoreFileScanner<'a> {
     /// Whether `key` sorts before the first key of the block after the current one, as the
     /// current leaf index block has it: a reseek to such a key stays in this block, with no
     /// index lookup (HBase's `nextIndexedKey`). Compared in place, with no key built.
-    fn before_next_block(&self, key: &CellKey) -> Result<bool> {
+    fn before_next_block(&mut self, key: &CellKey) -> Result<bool> {
         let Some(&(_, i)) = self.path.last() else {
             return Ok(false);
         };
+        // A key of a row before one this block holds: no index entry decoded (a count's
+        // family skips reseek once a row, and that decode was a quarter of each).
+        let block = &self.block;
+        let last_row = self.last_row.get_or_insert_with(|| {
+            row_starts::last_recorded_row(block.cells(), block.row_starts())
+        });
+        if let Some(last_row) = last_row
+            && key.row() < &block.cells()[last_row.clone()]
+        {
+            return Ok(true);
+        }
         let leaf = self.level(self.path.len() - 1);
         Ok(i + 1 < leaf.len()
             && leaf.compare_entry(self.reader.path_ref(), i + 1, key)? == Ordering::Greater)
@@ -300,6 +317,7 @@ impl<'a> StoreFileScanner<'a> {
             .ok_or_else(|| crate::error::corrupt(path, 0, "no index"))?;
         let at = self.level(self.path.len() - 1).block_at(path, i)?;
         self.block = self.reader.data_block(at)?;
+        self.last_row = None;
         self.block_offset = at.offset;
         self.pos = 0;
         self.prefetched = 0;
