@@ -298,7 +298,12 @@ impl Cell {
     /// Joins a key and a value, the inverse of [`Cell::into_parts`]. The two are copied into
     /// one buffer unless they already lie there back to back (a pair from `into_parts`). The
     /// key's limits were checked when it was made; the value's length is not checked again.
-    pub fn from_parts(key: CellKey, value: Bytes) -> Cell {
+    pub fn from_parts(mut key: CellKey, value: Bytes) -> Cell {
+        if value.is_empty() {
+            // The coordinates alone: the buffer is cut short, not copied (a key-only read).
+            key.drop_trailing();
+            return Cell { key };
+        }
         let trailing = key.trailing();
         let joined = trailing.as_ptr() == value.as_ptr() && trailing.len() == value.len();
         if joined || (trailing.is_empty() && value.is_empty()) {
@@ -634,6 +639,15 @@ mod tests {
         assert_eq!(copied.value(), b"new");
         assert_eq!(copied.key(), cell.key());
         assert_ne!(copied.row().as_ptr(), cell.row().as_ptr());
+        // An empty value keeps the key's buffer, cut short after the coordinates (a key-only
+        // read), whether or not the value was joined there.
+        for key in [cell.clone().into_key(), cell.clone().into_parts().0] {
+            let bare = Cell::from_parts(key, Bytes::new());
+            assert!(bare.value().is_empty());
+            assert_eq!(bare.key(), cell.key());
+            assert_eq!(bare.row().as_ptr(), cell.row().as_ptr());
+            assert_eq!(bare.encoded_len(), cell.encoded_len() - cell.value().len());
+        }
     }
 
     #[test]

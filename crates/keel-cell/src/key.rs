@@ -138,6 +138,11 @@ impl CellKey {
         self.trailing()
     }
 
+    /// Cuts the storage short after the coordinates (a cell's value is then empty).
+    pub(crate) fn drop_trailing(&mut self) {
+        self.storage.truncate(self.coords_len as usize);
+    }
+
     /// [`CellKey::trailing`] as [`Bytes`] sharing the storage (nothing counted when empty).
     pub(crate) fn trailing_bytes(&self) -> Bytes {
         if self.storage.len() == self.coords_len as usize {
@@ -198,6 +203,25 @@ impl CellKey {
             i64::MIN,
             CellType::Minimum,
         )
+    }
+
+    /// Sorts after every cell of `family` in `row` and before every cell of a later family
+    /// there: the first key of the family `family ‖ 0`, the least name above `family` (a skip
+    /// of the rest of a family, HBase's `createLastOnRowFamily` seek). Built in one buffer.
+    pub fn past_family(row: &[u8], family: &[u8]) -> CellKey {
+        let mut coords = Vec::with_capacity(row.len() + family.len() + 1);
+        coords.extend_from_slice(row);
+        coords.extend_from_slice(family);
+        coords.push(0);
+        CellKey {
+            coords_len: len32(coords.len()),
+            storage: Bytes::from(coords),
+            row_len: len32(row.len()),
+            family_len: len32(family.len() + 1),
+            timestamp: LATEST_TIMESTAMP,
+            cell_type: CellType::Maximum,
+            sequence_id: u64::MAX,
+        }
     }
 
     /// Seek keys skip the length checks: they are compared, never stored.

@@ -115,6 +115,30 @@ proptest! {
     }
 
     #[test]
+    fn past_family_is_after_the_family_and_before_the_next_one(a in strategies::cell(), b in strategies::cell()) {
+        // Every key of `a`'s family in its row sorts before it, even the column's last;
+        // every key of a later family of the row, or of a later row, after it.
+        let past = CellKey::past_family(a.row(), a.family());
+        let key = a.key();
+        prop_assert!(*key < past);
+        prop_assert!(CellKey::last_on_column(key.row_bytes(), key.family_bytes(), key.qualifier_bytes()) < past);
+        prop_assert!(CellKey::last_on_row(key.row_bytes()) > past);
+        let other = b.key();
+        let later_family = other.row() == key.row() && other.family() > key.family();
+        if later_family || other.row() > key.row() {
+            prop_assert!(*other > past, "{:?} after {:?}", other, past);
+        }
+        if other.row() == key.row() && other.family() == key.family() || other.row() < key.row() {
+            prop_assert!(*other < past);
+        }
+        // A later family of `a`'s own row, made from `b`'s name.
+        let mut family = a.family().to_vec();
+        family.extend_from_slice(b.family());
+        let next = CellKey::first_on_column(key.row_bytes(), family, b.qualifier());
+        prop_assert!(next >= past);
+    }
+
+    #[test]
     fn ignoring_sequence_ids_compares_coordinates(a in strategies::cell(), seq in any::<u64>()) {
         let mut b = a.clone();
         b.set_sequence_id(seq);

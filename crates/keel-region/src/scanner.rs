@@ -30,6 +30,9 @@ pub struct RegionScanner {
     skip: ColumnSkip,
     scan: Scan,
     filter: Option<Box<dyn Active>>,
+    /// The filter's `has_filter_row`, asked once (it is fixed for a filter's life; asking a
+    /// list at every row walked its filters through a virtual call apiece).
+    filter_has_row: bool,
     ready: VecDeque<Vec<Cell>>,
     rows: usize,
     done: bool,
@@ -195,6 +198,7 @@ impl RegionScanner {
             matcher,
             skip: ColumnSkip::default(),
             scan,
+            filter_has_row: filter.as_ref().is_some_and(|f| f.has_filter_row()),
             filter,
             ready: VecDeque::new(),
             rows: 0,
@@ -363,15 +367,9 @@ impl RegionScanner {
     /// Skips the rest of `cell`'s family in its row (HBase's NEXT_ROW, which moves only the
     /// store that returned it; the row's other families still come).
     fn skip_family(&mut self, cell: &Cell) -> Result<(), RegionError> {
-        // Sized for the 0 byte at once: a push past `to_vec`'s exact capacity reallocated.
-        let mut after = Vec::with_capacity(cell.family().len() + 1);
-        after.extend_from_slice(cell.family());
-        after.push(0);
-        self.advance_to(&CellKey::first_on_column(
-            cell.row_bytes(),
-            Bytes::from(after),
-            Bytes::new(),
-        ))
+        // One buffer for the key (a counted row and a separate family name were two
+        // allocations and a reference count on the cell's block, per row of a key count).
+        self.advance_to(&CellKey::past_family(cell.row(), cell.family()))
     }
 
     /// Moves forward to the first cell at or after `target`, with a reseek: sources already
@@ -433,7 +431,7 @@ impl RegionScanner {
             self.leave_row(&row)?;
             if let Some(filter) = self.filter.as_mut() {
                 if !cells.is_empty() {
-                    if filter.has_filter_row() {
+                    if self.filter_has_row {
                         filter.filter_row_cells(&mut cells);
                     }
                     if !cells.is_empty() && filter.filter_row() {

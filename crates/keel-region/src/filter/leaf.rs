@@ -117,8 +117,9 @@ impl Active for KeyOnly {
         } else {
             Bytes::new()
         };
-        let (key, _) = cell.into_parts();
-        Cell::from_parts(key, value)
+        // The key keeps the value after it in its buffer: an empty value cuts it short there
+        // (no copy, no reference counted), a length is joined in a new one.
+        Cell::from_parts(cell.into_key(), value)
     }
 }
 

@@ -26,7 +26,8 @@ pub(crate) trait Active: Send + std::fmt::Debug {
         cell
     }
 
-    /// Whether `filter_row_cells` / `filter_row` decide on whole rows.
+    /// Whether `filter_row_cells` / `filter_row` decide on whole rows: fixed for the filter's
+    /// life (a scanner asks once).
     fn has_filter_row(&self) -> bool {
         false
     }
