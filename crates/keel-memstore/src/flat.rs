@@ -13,7 +13,7 @@ use keel_cell::{Cell, CellKey};
 use keel_sync::Mutex;
 
 use crate::row_filter::{RowFilter, row_hash};
-use crate::segment::{AnySegment, SegmentSize, before_end, push_prefetched, row_prefix};
+use crate::segment::{AnySegment, SegmentSize, row_prefix};
 
 /// One prefix in this many is copied into [`FlatSegment`]'s top index.
 const TOP_EVERY: usize = 64;
@@ -29,8 +29,10 @@ pub(crate) struct FlatSegment {
     /// then one block of 64 prefixes (1 KiB), instead of a column the size of the segment,
     /// each of whose first halvings was a cache miss.
     tops: Vec<u128>,
-    /// The cells, as their keys (the value lies after the coordinates: [`Cell::into_key`]).
-    keys: Vec<CellKey>,
+    /// The cells, in order: a scanner reads them in place and clones only those it returns
+    /// (copying every cell of a batch into a queue counted a reference on its chunk per cell,
+    /// a cache miss apiece, for cells a short scan mostly never took).
+    cells: Vec<Cell>,
     rows: RowFilter,
     /// The MSLAB chunks the cells lie in, for the pool once the segment is flushed and cleared.
     chunks: Mutex<Vec<BytesMut>>,
@@ -42,20 +44,21 @@ impl FlatSegment {
     /// swaps this in.
     pub(crate) fn build(id: u64, inputs: &[AnySegment]) -> (FlatSegment, SegmentSize) {
         let capacity = inputs.iter().map(AnySegment::len).sum();
-        let mut keys = Vec::with_capacity(capacity);
+        let mut cells = Vec::with_capacity(capacity);
         crate::visit::visit(inputs, &.., u64::MAX, |key, _| {
-            keys.push(key.clone());
+            // Every key a segment stores is a cell's (`add`): `from_key` gives it back.
+            cells.extend(Cell::from_key(key.clone()));
             std::ops::ControlFlow::Continue(())
         });
-        FlatSegment::from_keys(id, keys)
+        FlatSegment::from_cells(id, cells)
     }
 
-    fn from_keys(id: u64, keys: Vec<CellKey>) -> (FlatSegment, SegmentSize) {
+    fn from_cells(id: u64, cells: Vec<Cell>) -> (FlatSegment, SegmentSize) {
         let rows = RowFilter::default();
         let mut size = SegmentSize::EMPTY;
         let mut last_row: Option<&[u8]> = None;
-        let mut prefixes = Vec::with_capacity(keys.len());
-        for key in &keys {
+        let mut prefixes = Vec::with_capacity(cells.len());
+        for key in cells.iter().map(Cell::key) {
             if last_row != Some(key.row()) {
                 rows.insert(row_hash(key.row()));
                 last_row = Some(key.row());
@@ -67,7 +70,7 @@ impl FlatSegment {
             id,
             tops: prefixes.iter().step_by(TOP_EVERY).copied().collect(),
             prefixes,
-            keys,
+            cells,
             rows,
             chunks: Mutex::new(Vec::new()),
         };
@@ -78,17 +81,29 @@ impl FlatSegment {
     /// holds one, and that cell's data bytes. A rollback's path, rare: it copies the rest.
     pub(crate) fn without(&self, key: &CellKey) -> Option<(FlatSegment, u64)> {
         let index = self.lower_bound(key);
-        let found = self.keys.get(index).filter(|stored| *stored == key)?;
+        let found = self.key(index).filter(|stored| *stored == key)?;
         let removed = SegmentSize::of_key(found).data_bytes;
-        let mut keys = self.keys.clone();
-        keys.remove(index);
-        let (segment, _) = FlatSegment::from_keys(self.id, keys);
+        let mut cells = self.cells.clone();
+        cells.remove(index);
+        let (segment, _) = FlatSegment::from_cells(self.id, cells);
         segment.give_chunks(self.take_chunks());
         Some((segment, removed))
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.keys.len()
+        self.cells.len()
+    }
+
+    /// The cell at `index`, if any.
+    #[inline]
+    pub(crate) fn cell(&self, index: usize) -> Option<&Cell> {
+        self.cells.get(index)
+    }
+
+    /// The key at `index`, if any.
+    #[inline]
+    fn key(&self, index: usize) -> Option<&CellKey> {
+        self.cells.get(index).map(Cell::key)
     }
 
     pub(crate) fn may_contain_row(&self, hash: u64) -> bool {
@@ -113,8 +128,10 @@ impl FlatSegment {
         // Each key compared is a cache miss on its bytes. A seek to a row's start (a get, a
         // scan's next row) lands on the first tie: one comparison, where halving a hot row's
         // hundreds of versions took ten.
-        match self.keys.get(low..high) {
-            Some([first, rest @ ..]) if first < key => low + 1 + rest.partition_point(|k| k < key),
+        match self.cells.get(low..high) {
+            Some([first, rest @ ..]) if first.key() < key => {
+                low + 1 + rest.partition_point(|c| c.key() < key)
+            }
             _ => low,
         }
     }
@@ -153,21 +170,20 @@ impl FlatSegment {
             Bound::Included(key) => self.lower_bound(key),
             Bound::Excluded(key) => {
                 let at = self.lower_bound(key);
-                at + usize::from(self.keys.get(at).is_some_and(|k| k == key))
+                at + usize::from(self.key(at).is_some_and(|k| k == key))
             }
         }
     }
 
     /// The key at `index`, if any, with its prefix.
     pub(crate) fn entry(&self, index: usize) -> Option<(u128, &CellKey)> {
-        Some((*self.prefixes.get(index)?, self.keys.get(index)?))
+        Some((*self.prefixes.get(index)?, self.key(index)?))
     }
 
     /// The first index at or after `index` whose key is visible at `read_point`.
     pub(crate) fn visible_from(&self, mut index: usize, read_point: u64) -> usize {
         while self
-            .keys
-            .get(index)
+            .key(index)
             .is_some_and(|k| k.sequence_id() > read_point)
         {
             index += 1;
@@ -180,41 +196,15 @@ impl FlatSegment {
         self.visible_from(self.start(from), read_point)
     }
 
-    /// As the skip list's `fill`: up to `max` visible cells from `from` until `end`.
-    pub(crate) fn fill(
-        &self,
-        from: Bound<&CellKey>,
-        end: Bound<&CellKey>,
-        read_point: u64,
-        max: usize,
-        out: &mut std::collections::VecDeque<Cell>,
-    ) {
-        out.reserve(max);
-        let mut index = self.start(from);
-        let mut taken = 0;
-        while taken < max
-            && let Some(key) = self.keys.get(index)
-        {
-            if !before_end(key, end) {
-                return;
-            }
-            if key.sequence_id() <= read_point {
-                push_prefetched(key, out);
-                taken += 1;
-            }
-            index += 1;
-        }
-    }
-
     /// As the skip list's: the row of the last cell visible at `read_point` before `row`.
     pub(crate) fn last_row_before(&self, row: Option<&[u8]>, read_point: u64) -> Option<Bytes> {
         let mut end = match row {
-            None => self.keys.len(),
+            None => self.cells.len(),
             Some(row) => self.lower_bound(&CellKey::first_on_row(Bytes::copy_from_slice(row))),
         };
         while end > 0 {
             end -= 1;
-            let key = &self.keys[end];
+            let key = self.cells[end].key();
             if key.sequence_id() <= read_point {
                 return Some(key.row_bytes());
             }
@@ -260,7 +250,8 @@ mod tests {
             keys in keys(),
             probes in prop::collection::vec((0u16..410, any::<bool>(), -1i64..42, 0u8..3), 1..200),
         ) {
-            let (flat, size) = FlatSegment::from_keys(1, keys.clone());
+            let cells = keys.iter().filter_map(|k| keel_cell::Cell::from_key(k.clone())).collect();
+            let (flat, size) = FlatSegment::from_cells(1, cells);
             prop_assert_eq!(size.cell_count, keys.len() as u64);
             for (row, shared, version, kind) in probes {
                 let probe = match kind {

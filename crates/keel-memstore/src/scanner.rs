@@ -5,7 +5,12 @@ use std::ops::{Bound, RangeBounds};
 
 use keel_cell::{Cell, CellKey};
 
-use crate::segment::AnySegment;
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::flat::FlatSegment;
+use crate::segment::{AnySegment, Segment, prefetch_cell};
 
 /// Cells fetched from a segment by the first search after a seek: small, so a get or a short
 /// scan copies out little more than it returns.
@@ -21,18 +26,18 @@ const MAX_BATCH: usize = 256;
 /// [`Iterator::next`]).
 ///
 /// The scanner holds its segments, so a snapshot cleared meanwhile stays readable through it.
-/// It reads each segment in batches (16 cells after a seek, or fewer for a get that wants fewer,
-/// doubling to 256; one skiplist search per batch). Every
+/// It reads each skip list in batches (16 cells after a seek, or fewer for a get that wants
+/// fewer, doubling to 256; one skiplist search per batch), and each flat segment in place,
+/// through an index into its array (see [`Head`]). Every
 /// cell at or below the read point is in the segment before the read point covers it (the
 /// region publishes a read point only after the write is applied), so batching never hides a
 /// visible cell.
 #[derive(Debug)]
 pub struct MemStoreScanner {
-    /// Newest first: on equal keys the newer segment's cell wins.
-    segments: Vec<AnySegment>,
-    /// Per segment: fetched cells not yet returned, and whether the segment may hold more.
-    heads: Vec<(VecDeque<Cell>, bool)>,
-    /// Cells the next refill fetches.
+    /// Per segment, newest first (on equal keys the newer segment's cell wins), where its
+    /// reading stands.
+    heads: Vec<Head>,
+    /// Cells the next refill of a skip list's batch fetches.
     batch: usize,
     /// Cells the first search after a seek fetches.
     first_batch: usize,
@@ -47,6 +52,153 @@ pub struct MemStoreScanner {
     front: Option<usize>,
 }
 
+/// One segment and where a scanner's reading of it stands.
+#[derive(Debug)]
+enum Head {
+    /// A skip list: cells fetched in a batch and not yet returned (its entries can be read
+    /// only under an epoch guard, so a batch is copied out under one), and whether the list
+    /// may hold more.
+    Batch {
+        list: Arc<Segment>,
+        cells: VecDeque<Cell>,
+        more: bool,
+    },
+    /// A flat segment: the index of its next cell visible at the read point (its length at
+    /// the end). The array never changes, so the cell is read in place and cloned only when
+    /// taken: copying a batch of cells out counted a reference on each one's chunk (a cache
+    /// miss apiece), for cells a short scan mostly never took.
+    At { flat: Arc<FlatSegment>, at: usize },
+}
+
+impl Head {
+    fn new(segment: AnySegment) -> Head {
+        match segment {
+            AnySegment::List(list) => Head::Batch {
+                list,
+                cells: VecDeque::new(),
+                more: true,
+            },
+            AnySegment::Flat(flat) => Head::At {
+                at: flat.len(),
+                flat,
+            },
+        }
+    }
+
+    /// The segment's next cell, if it has one.
+    #[inline]
+    fn front(&self) -> Option<&Cell> {
+        match self {
+            Head::Batch { cells, .. } => cells.front(),
+            Head::At { flat, at } => flat.cell(*at),
+        }
+    }
+
+    /// Moves to the first cell from `from` (`batch` of a skip list's fetched).
+    fn position(
+        &mut self,
+        from: Bound<&CellKey>,
+        end: Bound<&CellKey>,
+        read_point: u64,
+        batch: usize,
+    ) {
+        match self {
+            Head::Batch { list, cells, more } => {
+                cells.clear();
+                list.fill(from, end, read_point, batch, cells);
+                *more = cells.len() == batch;
+            }
+            Head::At { flat, at } => {
+                *at = flat.first_visible(from, read_point);
+                prefetch_from(flat, *at);
+            }
+        }
+    }
+
+    /// Moves forward to the first cell at or after `key`, never back; a skip list searches
+    /// again (fetching `batch` cells) only if what it fetched runs out before `key`.
+    fn reseek(&mut self, key: &CellKey, end: Bound<&CellKey>, read_point: u64, batch: usize) {
+        match self {
+            Head::Batch { list, cells, more } => {
+                while cells.front().is_some_and(|cell| cell.key() < key) {
+                    cells.pop_front();
+                }
+                if cells.is_empty() && *more {
+                    list.fill(Bound::Included(key), end, read_point, batch, cells);
+                    *more = cells.len() == batch;
+                }
+            }
+            Head::At { flat, at } => {
+                if flat.cell(*at).is_some_and(|cell| cell.key() < key) {
+                    let from = flat.first_visible(Bound::Included(key), read_point);
+                    *at = from.max(*at);
+                    prefetch_from(flat, *at);
+                }
+            }
+        }
+    }
+
+    /// Takes the next cell: from the batch, fetching the next one (of `batch` cells) when it
+    /// runs dry; or a clone of the flat segment's, moving on to its next visible cell.
+    fn take(&mut self, end: Bound<&CellKey>, read_point: u64, batch: usize) -> Option<Cell> {
+        match self {
+            Head::Batch { list, cells, more } => {
+                let cell = cells.pop_front()?;
+                if cells.is_empty() && *more {
+                    list.fill(Bound::Excluded(cell.key()), end, read_point, batch, cells);
+                    *more = cells.len() == batch;
+                }
+                Some(cell)
+            }
+            Head::At { flat, at } => {
+                let cell = flat.cell(*at)?.clone();
+                *at = flat.visible_from(*at + 1, read_point);
+                prefetch_ahead(flat, *at + FLAT_PREFETCH - 1);
+                Some(cell)
+            }
+        }
+    }
+
+    /// Ends the reading: nothing more comes from this segment.
+    fn clear(&mut self) {
+        match self {
+            Head::Batch { cells, more, .. } => {
+                cells.clear();
+                *more = false;
+            }
+            Head::At { flat, at } => *at = flat.len(),
+        }
+    }
+
+    fn last_row_before(&self, row: Option<&[u8]>, read_point: u64) -> Option<Bytes> {
+        match self {
+            Head::Batch { list, .. } => list.last_row_before(row, read_point),
+            Head::At { flat, .. } => flat.last_row_before(row, read_point),
+        }
+    }
+}
+
+/// How many cells ahead of a flat segment's reading its cells' bytes are asked for.
+const FLAT_PREFETCH: usize = 4;
+
+/// Asks for the bytes of a flat segment's cells from `index` on, which lie in chunks
+/// elsewhere: the merge compares each as it comes, and asked for only then, each was a wait for
+/// memory. A walk that moves one cell on asks for the one [`FLAT_PREFETCH`] ahead
+/// ([`prefetch_ahead`]); a jump, for all of them.
+#[inline]
+fn prefetch_from(flat: &FlatSegment, index: usize) {
+    for ahead in index..index + FLAT_PREFETCH {
+        prefetch_ahead(flat, ahead);
+    }
+}
+
+#[inline]
+fn prefetch_ahead(flat: &FlatSegment, index: usize) {
+    if let Some(cell) = flat.cell(index) {
+        prefetch_cell(cell);
+    }
+}
+
 impl MemStoreScanner {
     pub(crate) fn new(
         segments: Vec<AnySegment>,
@@ -54,11 +206,9 @@ impl MemStoreScanner {
         read_point: u64,
         first_batch: usize,
     ) -> MemStoreScanner {
-        let heads = segments.iter().map(|_| (VecDeque::new(), true)).collect();
         let first_batch = first_batch.clamp(1, FIRST_BATCH);
         let mut scanner = MemStoreScanner {
-            segments,
-            heads,
+            heads: segments.into_iter().map(Head::new).collect(),
             batch: first_batch,
             first_batch,
             end: range.end_bound().cloned(),
@@ -92,27 +242,21 @@ impl MemStoreScanner {
 
     /// Moves forward to the first cell at or after `key` that this scanner has not returned,
     /// never back (HBase's `reseek`; to go back, [`MemStoreScanner::seek`]). The cells before
-    /// `key` in what a segment has fetched are dropped, and the segment searches its skip
-    /// list again only if they run out before `key`: a get that skips a column's older
-    /// versions lands in the batch it holds, where a seek searched every segment from the top.
+    /// `key` in what a skip list has fetched are dropped, and it searches again only if they
+    /// run out before `key`: a get that skips a column's older versions lands in the batch it
+    /// holds, where a seek searched every segment from the top. A flat segment's index moves
+    /// to `key`'s by a search of its array.
     pub fn reseek(&mut self, key: &CellKey) {
         self.fresh_at = None;
-        for (index, segment) in self.segments.iter().enumerate() {
-            let (cells, more) = &mut self.heads[index];
-            while cells.front().is_some_and(|cell| cell.key() < key) {
-                cells.pop_front();
-            }
-            if cells.is_empty() && *more {
-                self.batch = self.first_batch;
-                segment.fill(
-                    Bound::Included(key),
-                    self.end.as_ref(),
-                    self.read_point,
-                    self.batch,
-                    cells,
-                );
-                *more = cells.len() == self.batch;
-            }
+        let end = self.end.as_ref();
+        let mut refilled = false;
+        for head in &mut self.heads {
+            let before = matches!(head, Head::Batch { cells, more: true, .. } if cells.back().is_none_or(|c| c.key() < key));
+            refilled |= before;
+            head.reseek(key, end, self.read_point, self.first_batch);
+        }
+        if refilled {
+            self.batch = self.first_batch;
         }
         self.find_front();
     }
@@ -123,9 +267,9 @@ impl MemStoreScanner {
     pub fn seek_before_row(&mut self, row: Option<&[u8]>) {
         self.fresh_at = None;
         let best = self
-            .segments
+            .heads
             .iter()
-            .filter_map(|segment| segment.last_row_before(row, self.read_point))
+            .filter_map(|head| head.last_row_before(row, self.read_point))
             .max();
         match best {
             Some(best) => self.position(Bound::Included(&CellKey::first_on_row(best))),
@@ -135,26 +279,21 @@ impl MemStoreScanner {
 
     /// The next cell without consuming it.
     pub fn peek(&self) -> Option<&Cell> {
-        self.heads[self.front?].0.front()
+        self.heads[self.front?].front()
     }
 
     fn position(&mut self, from: Bound<&CellKey>) {
         self.batch = self.first_batch;
-        for (index, segment) in self.segments.iter().enumerate() {
-            let (cells, more) = &mut self.heads[index];
-            cells.clear();
-            segment.fill(from, self.end.as_ref(), self.read_point, self.batch, cells);
-            *more = cells.len() == self.batch;
+        let end = self.end.as_ref();
+        for head in &mut self.heads {
+            head.position(from, end, self.read_point, self.batch);
         }
         self.find_front();
     }
 
     /// Ends the scan: no segment holds anything more for it.
     fn clear(&mut self) {
-        self.heads.iter_mut().for_each(|(cells, more)| {
-            cells.clear();
-            *more = false;
-        });
+        self.heads.iter_mut().for_each(Head::clear);
         self.front = None;
     }
 
@@ -162,35 +301,26 @@ impl MemStoreScanner {
     fn find_front(&mut self) {
         self.front = self.smallest().filter(|&index| {
             self.heads[index]
-                .0
                 .front()
                 .is_some_and(|cell| self.within_end(cell.key()))
         });
     }
 
-    /// Takes the front cell of segment `index`, fetching the next batch when it runs dry.
+    /// Takes the front cell of segment `index`; a skip list's batches double as they refill.
     fn take_front(&mut self, index: usize) -> Option<Cell> {
-        let (cells, more) = &mut self.heads[index];
-        let cell = cells.pop_front()?;
-        if cells.is_empty() && *more {
+        let head = &mut self.heads[index];
+        let refills = matches!(head, Head::Batch { cells, more: true, .. } if cells.len() == 1);
+        if refills {
             self.batch = (self.batch * 2).min(MAX_BATCH);
-            self.segments[index].fill(
-                Bound::Excluded(cell.key()),
-                self.end.as_ref(),
-                self.read_point,
-                self.batch,
-                cells,
-            );
-            *more = cells.len() == self.batch;
         }
-        Some(cell)
+        head.take(self.end.as_ref(), self.read_point, self.batch)
     }
 
     /// The segment whose head sorts first; the newest segment on ties.
     fn smallest(&self) -> Option<usize> {
         let mut best: Option<(usize, &CellKey)> = None;
-        for (index, (cells, _)) in self.heads.iter().enumerate() {
-            if let Some(cell) = cells.front()
+        for (index, head) in self.heads.iter().enumerate() {
+            if let Some(cell) = head.front()
                 && best.is_none_or(|(_, key)| cell.key() < key)
             {
                 best = Some((index, cell.key()));
@@ -239,7 +369,6 @@ impl Iterator for MemStoreScanner {
         // Skip the same key in older segments (re-added after a snapshot): the newest wins.
         for other in index + 1..self.heads.len() {
             if self.heads[other]
-                .0
                 .front()
                 .is_some_and(|head| head.key() == cell.key())
             {

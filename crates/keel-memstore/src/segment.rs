@@ -354,27 +354,6 @@ impl AnySegment {
         }
     }
 
-    pub(crate) fn fill(
-        &self,
-        from: Bound<&CellKey>,
-        end: Bound<&CellKey>,
-        read_point: u64,
-        max: usize,
-        out: &mut VecDeque<Cell>,
-    ) {
-        match self {
-            AnySegment::List(list) => list.fill(from, end, read_point, max, out),
-            AnySegment::Flat(flat) => flat.fill(from, end, read_point, max, out),
-        }
-    }
-
-    pub(crate) fn last_row_before(&self, row: Option<&[u8]>, read_point: u64) -> Option<Bytes> {
-        match self {
-            AnySegment::List(list) => list.last_row_before(row, read_point),
-            AnySegment::Flat(flat) => flat.last_row_before(row, read_point),
-        }
-    }
-
     pub(crate) fn take_chunks(&self) -> Vec<bytes::BytesMut> {
         match self {
             AnySegment::List(list) => list.take_chunks(),
@@ -402,10 +381,16 @@ pub(crate) fn before_end(key: &CellKey, end: Bound<&CellKey>) -> bool {
 /// the cell back.
 pub(crate) fn push_prefetched(key: &CellKey, out: &mut VecDeque<Cell>) {
     if let Some(cell) = Cell::from_key(key.clone()) {
-        for part in cell.coordinates_and_value() {
-            keel_sync::prefetch(part);
-        }
+        prefetch_cell(&cell);
         out.push_back(cell);
+    }
+}
+
+/// Asks for the first line of `cell`'s coordinates and of its value.
+#[inline]
+pub(crate) fn prefetch_cell(cell: &Cell) {
+    for part in cell.coordinates_and_value() {
+        keel_sync::prefetch(part);
     }
 }
 
