@@ -118,7 +118,7 @@ impl Region {
     /// The rows `scan` selects, each a `Vec` of its cells (or several, with a batch size): a
     /// [`Region::scanner`] collected.
     pub fn scan(&self, scan: &Scan) -> Result<Vec<Vec<Cell>>, RegionError> {
-        self.scanner(scan)?.collect()
+        crate::scan::collect_rows(scan, self.scanner(scan)?)
     }
 
     /// A streaming scan: results come out one at a time, read at one read point through the

@@ -297,7 +297,7 @@ impl Table {
 
     /// The rows `scan` selects.
     pub fn scan(&self, scan: &Scan) -> Result<Vec<Vec<Cell>>, RegionError> {
-        self.scanner(scan)?.collect()
+        crate::scan::collect_rows(scan, self.scanner(scan)?)
     }
 
     /// A streaming scan over every region the scan's range touches, in its direction; it
