@@ -335,10 +335,18 @@ impl StoreFileReader {
         };
         let indexed = self.source.keeps_blocks();
         let block = self.source.get_or_load(key, &mut || {
-            let raw = self.read_block(entry, BlockKind::Data)?;
+            // Read with room for the row starts after the cells: an unencoded, uncompressed
+            // block (the default) then gets them appended in place, not copied into a second
+            // buffer (a copy and fresh pages, at every block a cache loads).
+            let room = if indexed {
+                crate::row_starts::max_len(entry.len as usize)
+            } else {
+                0
+            };
+            let raw = self.read_block_with_room(entry, BlockKind::Data, room)?;
             let plain = to_plain(&self.path, entry.offset, raw.encoding, raw.payload)?;
             Ok(if indexed {
-                crate::row_starts::with_row_starts(&plain)
+                crate::row_starts::with_row_starts(plain)
             } else {
                 plain
             })
@@ -400,7 +408,20 @@ impl StoreFileReader {
     }
 
     fn read_block(&self, entry: BlockAt, kind: BlockKind) -> Result<crate::format::RawBlock> {
-        let mut buf = vec![0u8; entry.len as usize];
+        self.read_block_with_room(entry, kind, 0)
+    }
+
+    /// [`StoreFileReader::read_block`] into a buffer with `room` bytes to spare after the block
+    /// (an uncompressed payload keeps them, past its checksums).
+    fn read_block_with_room(
+        &self,
+        entry: BlockAt,
+        kind: BlockKind,
+        room: usize,
+    ) -> Result<crate::format::RawBlock> {
+        let len = entry.len as usize;
+        let mut buf = Vec::with_capacity(len.saturating_add(room));
+        buf.resize(len, 0);
         self.file
             .read_exact_at(&mut buf, entry.offset)
             .map_err(|e| io("read", &self.path, e))?;

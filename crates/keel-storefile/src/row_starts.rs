@@ -98,7 +98,8 @@ pub(crate) fn offsets(starts: &[u8]) -> Vec<usize> {
 
 /// `cells` (a plain block) with its row starts appended. Only well-formed cell headers are
 /// walked: at a damaged one the index stops, and the decode that reaches it reports the damage.
-pub(crate) fn with_row_starts(cells: &[u8]) -> Bytes {
+pub(crate) fn with_row_starts(block: Bytes) -> Bytes {
+    let cells = &block[..];
     let mut starts: Vec<(u32, std::ops::Range<usize>)> = Vec::new();
     let mut pos = 0;
     let mut first_row: Option<std::ops::Range<usize>> = None;
@@ -131,18 +132,39 @@ pub(crate) fn with_row_starts(cells: &[u8]) -> Bytes {
         _ => 0..0,
     };
     let skip = shared.len();
-    let mut out =
-        Vec::with_capacity(cells.len() + starts.len() * ENTRY_LEN + skip + SKIP_LEN + COUNT_LEN);
-    out.extend_from_slice(cells);
+    let mut index = Vec::with_capacity(starts.len() * ENTRY_LEN + skip + SKIP_LEN + COUNT_LEN);
     for (offset, row) in &starts {
-        out.extend_from_slice(&offset.to_le_bytes());
-        out.extend_from_slice(&row_prefix(&cells[row.clone()][skip..]).to_le_bytes());
+        index.extend_from_slice(&offset.to_le_bytes());
+        index.extend_from_slice(&row_prefix(&cells[row.clone()][skip..]).to_le_bytes());
     }
-    out.extend_from_slice(&cells[shared]);
+    index.extend_from_slice(&cells[shared]);
     // At most `MAX_SKIP`, so it fits.
-    out.extend_from_slice(&(skip as u32).to_le_bytes());
-    out.extend_from_slice(&(starts.len() as u32).to_le_bytes());
+    index.extend_from_slice(&(skip as u32).to_le_bytes());
+    index.extend_from_slice(&(starts.len() as u32).to_le_bytes());
+    // Appended in place when the block's buffer is this `Bytes`' alone and has the room (the
+    // reader leaves [`max_len`] spare); copied with the cells into a new one otherwise.
+    match block.try_into_mut() {
+        Ok(mut cells) if cells.capacity() - cells.len() >= index.len() => {
+            cells.extend_from_slice(&index);
+            cells.freeze()
+        }
+        Ok(cells) => joined(&cells, &index),
+        Err(cells) => joined(&cells, &index),
+    }
+}
+
+/// `cells` and then `index`, in a new buffer.
+fn joined(cells: &[u8], index: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(cells.len() + index.len());
+    out.extend_from_slice(cells);
+    out.extend_from_slice(index);
     Bytes::from(out)
+}
+
+/// The most bytes [`with_row_starts`] appends to a block of `cells_len` bytes: an entry per
+/// [`SPACING`] bytes and one more, the shared prefix, and the trailer.
+pub(crate) fn max_len(cells_len: usize) -> usize {
+    (cells_len / SPACING + 1) * ENTRY_LEN + MAX_SKIP + SKIP_LEN + COUNT_LEN
 }
 
 /// Where a cached block's parts lie: its cells are `..starts.start`, its row starts `starts`;
@@ -277,12 +299,41 @@ mod tests {
     }
 
     #[test]
+    fn row_starts_go_in_place_when_the_buffer_has_room_and_are_the_same_either_way() {
+        let rows: Vec<(String, usize)> = (0..300)
+            .map(|i| (format!("row{i:04}"), 1 + i % 5))
+            .collect();
+        let borrowed: Vec<(&str, usize)> = rows.iter().map(|(r, c)| (r.as_str(), *c)).collect();
+        let cells = block(&borrowed);
+        let copied = with_row_starts(Bytes::copy_from_slice(&cells));
+        // As the reader leaves it: a payload sliced out of a buffer with the room after it.
+        let mut buffer = Vec::with_capacity(8 + cells.len() + max_len(cells.len()));
+        buffer.extend_from_slice(b"header..");
+        buffer.extend_from_slice(&cells);
+        let start = buffer.as_ptr() as usize;
+        let payload = Bytes::from(buffer).slice(8..8 + cells.len());
+        let in_place = with_row_starts(payload);
+        assert_eq!(in_place, copied);
+        assert_eq!(
+            in_place.as_ptr() as usize,
+            start + 8,
+            "appended, not copied"
+        );
+        assert!(copied.len() - cells.len() <= max_len(cells.len()));
+        // Shared with another holder, or without room: copied.
+        let shared = Bytes::copy_from_slice(&cells);
+        let other = shared.clone();
+        assert_eq!(with_row_starts(shared), copied);
+        assert_eq!(other, cells);
+    }
+
+    #[test]
     fn every_jump_lands_on_a_row_start_at_or_before_the_row_sought() {
         let rows: Vec<(String, usize)> =
             (0..60).map(|i| (format!("row{i:03}"), 1 + i % 7)).collect();
         let borrowed: Vec<(&str, usize)> = rows.iter().map(|(r, c)| (r.as_str(), *c)).collect();
         let cells = block(&borrowed);
-        let cached = with_row_starts(&cells);
+        let cached = with_row_starts(Bytes::copy_from_slice(&cells));
         let (plain, starts) = split(&cached).expect("own trailer");
         assert_eq!(plain, &cells[..]);
         assert!(
@@ -340,7 +391,7 @@ mod tests {
         ]);
         names.sort();
         let cells = encode_rows(&names, 6, 30);
-        let cached = with_row_starts(&cells);
+        let cached = with_row_starts(Bytes::copy_from_slice(&cells));
         let (plain, starts) = split(&cached).expect("own trailer");
         let recorded = offsets(starts);
         assert!(recorded.len() > 10);
@@ -395,7 +446,7 @@ mod tests {
             .map(|i| format!("user0123456789{:05}", i * 2003).into_bytes())
             .collect();
         let cells = encode_rows(&names, 4, 60);
-        let cached = with_row_starts(&cells);
+        let cached = with_row_starts(Bytes::copy_from_slice(&cells));
         let (plain, starts) = split(&cached).expect("own trailer");
         assert_eq!(skip_of(starts), 14, "user0123456789 is shared");
         let recorded = offsets(starts);
@@ -431,7 +482,7 @@ mod tests {
             .map(|i| format!("{common}{:04}", i * 7).into_bytes())
             .collect();
         let cells = encode_rows(&names, 3, 50);
-        let cached = with_row_starts(&cells);
+        let cached = with_row_starts(Bytes::copy_from_slice(&cells));
         let (plain, starts) = split(&cached).expect("own trailer");
         assert_eq!(skip_of(starts), MAX_SKIP);
         assert_eq!(shared_of(starts), &common.as_bytes()[..MAX_SKIP]);
@@ -450,7 +501,7 @@ mod tests {
         let mut cells = block(&[("a", 20), ("b", 20)]);
         let half = cells.len() / 2;
         cells.truncate(half + 3);
-        let cached = with_row_starts(&cells);
+        let cached = with_row_starts(Bytes::copy_from_slice(&cells));
         let (plain, starts) = split(&cached).expect("own trailer");
         assert_eq!(plain.len(), cells.len());
         for at in offsets(starts) {
