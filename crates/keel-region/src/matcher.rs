@@ -278,18 +278,23 @@ impl<'a> Matcher<'a> {
             && same_bytes(&self.group_row, cell.row())
             && same_bytes(&self.group_family, cell.family());
         if !same_group {
+            // The rules are the family's: looked up (a SipHash of its name) only when the
+            // family changes, not at every row of a scan of one family.
+            let same_family = self.in_group && same_bytes(&self.group_family, cell.family());
             self.in_group = true;
             self.group_row.clear();
             self.group_row.extend_from_slice(cell.row());
-            self.group_family.clear();
-            self.group_family.extend_from_slice(cell.family());
+            if !same_family {
+                self.group_family.clear();
+                self.group_family.extend_from_slice(cell.family());
+                self.rules = self
+                    .families
+                    .get(cell.family())
+                    .copied()
+                    .unwrap_or_default();
+            }
             self.family_delete_ts = None;
             self.family_version_deletes.clear();
-            self.rules = self
-                .families
-                .get(cell.family())
-                .copied()
-                .unwrap_or_default();
             self.in_column = false;
         }
         if !self.in_column || !same_bytes(&self.column, cell.qualifier()) {
