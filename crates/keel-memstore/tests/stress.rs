@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 
 use keel_cell::Cell;
@@ -115,15 +115,34 @@ fn run(mslab: bool, flatten: bool) {
             })
         })
         .collect();
+    // Until the first in-memory flush (or a deadline), the flusher leaves the active segment
+    // alone and the flattener keeps trying after the writers end: on a loaded machine the
+    // flattener was once never scheduled while there was data, and the test proved nothing
+    // about flattening.
+    let flattens = Arc::new(AtomicUsize::new(0));
+    let started = std::time::Instant::now();
+    let first_flatten_pending = {
+        let flattens = Arc::clone(&flattens);
+        move || {
+            flatten
+                && flattens.load(Ordering::Acquire) == 0
+                && started.elapsed() < std::time::Duration::from_secs(10)
+        }
+    };
     let flusher = {
         let (memstore, flushed, done) = (
             Arc::clone(&memstore),
             Arc::clone(&flushed),
             Arc::clone(&done),
         );
+        let first_flatten_pending = first_flatten_pending.clone();
         thread::spawn(move || {
             let mut flushes = 0;
             while !done.load(Ordering::Acquire) {
+                if first_flatten_pending() {
+                    thread::sleep(std::time::Duration::from_millis(1));
+                    continue;
+                }
                 let snapshot = memstore.snapshot();
                 let ids: Vec<u64> = snapshot.scanner().map(|c| c.sequence_id()).collect();
                 assert_eq!(ids.len() as u64, snapshot.size().cell_count);
@@ -137,14 +156,19 @@ fn run(mslab: bool, flatten: bool) {
         })
     };
     let flattener = {
-        let (memstore, done) = (Arc::clone(&memstore), Arc::clone(&done));
+        let (memstore, done, flattens) = (
+            Arc::clone(&memstore),
+            Arc::clone(&done),
+            Arc::clone(&flattens),
+        );
         thread::spawn(move || {
             let mut flattened = 0;
-            while flatten && !done.load(Ordering::Acquire) {
+            while flatten && (!done.load(Ordering::Acquire) || first_flatten_pending()) {
                 // 4 KiB: small beside what arrives between two of the flusher's snapshots
                 // (2 ms), so the flattener finds work however the threads are scheduled.
                 if memstore.active_size().data_bytes >= 4 << 10 && memstore.flatten() {
                     flattened += 1;
+                    flattens.fetch_add(1, Ordering::Release);
                 }
                 thread::yield_now();
             }
