@@ -19,6 +19,9 @@ pub(crate) const FIRST_BATCH: usize = 16;
 /// The batch doubles with each refill up to this, so a long scan pays few searches.
 const MAX_BATCH: usize = 256;
 
+/// The least a search after a reseek fetches.
+const MIN_RESEEK_BATCH: usize = 2;
+
 /// Cells of a memstore in CellComparator order, hiding every cell whose sequence id is above the
 /// read point. Raw cells: delete markers and every version are returned; the region applies
 /// delete and version rules when it merges this with store-file scanners
@@ -28,7 +31,7 @@ const MAX_BATCH: usize = 256;
 /// The scanner holds its segments, so a snapshot cleared meanwhile stays readable through it.
 /// It reads each skip list in batches (16 cells after a seek, or fewer for a get that wants
 /// fewer, doubling to 256; one skiplist search per batch), and each flat segment in place,
-/// through an index into its array (see [`Head`]). Every
+/// through an index into its array (see `Head`). Every
 /// cell at or below the read point is in the segment before the read point covers it (the
 /// region publishes a read point only after the write is applied), so batching never hides a
 /// visible cell.
@@ -41,6 +44,9 @@ pub struct MemStoreScanner {
     batch: usize,
     /// Cells the first search after a seek fetches.
     first_batch: usize,
+    /// Cells a skip list's search after a reseek fetches: from `first_batch`, halved while
+    /// reseeks drop most of what was fetched (see [`MemStoreScanner::reseek`]).
+    reseek_batch: usize,
     end: Bound<CellKey>,
     read_point: u64,
     /// The key `new` positioned at, until anything moves the scanner: a seek to it (the
@@ -117,16 +123,26 @@ impl Head {
 
     /// Moves forward to the first cell at or after `key`, never back; a skip list searches
     /// again (fetching `batch` cells) only if what it fetched runs out before `key`.
-    fn reseek(&mut self, key: &CellKey, end: Bound<&CellKey>, read_point: u64, batch: usize) {
+    /// Returns how many fetched cells it dropped unread.
+    fn reseek(
+        &mut self,
+        key: &CellKey,
+        end: Bound<&CellKey>,
+        read_point: u64,
+        batch: usize,
+    ) -> usize {
         match self {
             Head::Batch { list, cells, more } => {
+                let mut dropped = 0;
                 while cells.front().is_some_and(|cell| cell.key() < key) {
                     cells.pop_front();
+                    dropped += 1;
                 }
                 if cells.is_empty() && *more {
                     list.fill(Bound::Included(key), end, read_point, batch, cells);
                     *more = cells.len() == batch;
                 }
+                dropped
             }
             Head::At { flat, at } => {
                 if flat.cell(*at).is_some_and(|cell| cell.key() < key) {
@@ -134,6 +150,7 @@ impl Head {
                     *at = from.max(*at);
                     prefetch_from(flat, *at);
                 }
+                0
             }
         }
     }
@@ -211,6 +228,7 @@ impl MemStoreScanner {
             heads: segments.into_iter().map(Head::new).collect(),
             batch: first_batch,
             first_batch,
+            reseek_batch: first_batch,
             end: range.end_bound().cloned(),
             read_point,
             fresh_at: None,
@@ -249,15 +267,26 @@ impl MemStoreScanner {
     pub fn reseek(&mut self, key: &CellKey) {
         self.fresh_at = None;
         let end = self.end.as_ref();
-        let mut refilled = false;
+        let (mut refilled, mut dropped) = (false, 0);
         for head in &mut self.heads {
             let before = matches!(head, Head::Batch { cells, more: true, .. } if cells.back().is_none_or(|c| c.key() < key));
             refilled |= before;
-            head.reseek(key, end, self.read_point, self.first_batch);
+            dropped += head.reseek(key, end, self.read_point, self.reseek_batch);
         }
         if refilled {
-            self.batch = self.first_batch;
+            self.batch = self.reseek_batch;
         }
+        // A reseek that drops most of a batch unread (a hot column's older versions, which a
+        // get skips column after column) halves the next refill; one that drops nothing lets it
+        // grow back. Each cell fetched is a clone, an atomic count on its chunk that every
+        // reader of a hot row shares.
+        self.reseek_batch = if dropped * 2 >= self.reseek_batch {
+            (self.reseek_batch / 2).max(MIN_RESEEK_BATCH)
+        } else if dropped == 0 {
+            (self.reseek_batch * 2).min(self.first_batch)
+        } else {
+            self.reseek_batch
+        };
         self.find_front();
     }
 
