@@ -90,6 +90,12 @@ const BENCHES: &[Suite] = &[
         target: "regions",
     },
     Suite {
+        name: "layouts",
+        about: "keel-region: short scans and gets of records stored as ten columns vs as one cell (same bytes, store files)",
+        package: "keel-region",
+        target: "layouts",
+    },
+    Suite {
         name: "peers",
         about: "Keel vs fjall, sled, redb (and RocksDB in the full run) on YCSB A, C, E, F and increments, sync and fsync",
         package: "keel-bench",

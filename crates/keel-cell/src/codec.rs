@@ -84,6 +84,22 @@ impl Cell {
         let cell = reader.cell(limits)?;
         Ok((cell, reader.pos))
     }
+
+    /// [`Cell::decode`] into `slot` (which it replaces), returning the offset just past the
+    /// cell; on an error `slot` is left as it was. For a scanner that keeps its current cell
+    /// in place: the cell is built where it stays, not returned through a `Result` and a tuple
+    /// and copied from each (64 bytes moved in pieces that the next read of them waited for).
+    #[inline]
+    pub fn decode_into(
+        buf: &Bytes,
+        offset: usize,
+        limits: &CellLimits,
+        slot: &mut Option<Cell>,
+    ) -> Result<usize, DecodeError> {
+        let at = layout(buf, offset, limits)?;
+        *slot = Some(at.slice_cell(buf));
+        Ok(at.end)
+    }
 }
 
 /// Bytes [`encode_batch`] writes for `cells`.
@@ -202,6 +218,7 @@ pub(crate) struct Layout {
 impl Layout {
     /// The cell these ranges describe, one slice of `buf` (the buffer they were parsed from):
     /// the row, family, qualifier and value lie back to back there.
+    #[inline]
     pub(crate) fn slice_cell(&self, buf: &Bytes) -> Cell {
         let key = CellKey::in_storage(
             buf.slice(self.row.start..self.value.end),

@@ -62,8 +62,8 @@ proptest! {
         check_decodes_or_errors(&Bytes::from(bytes));
     }
 
-    /// The borrowed decoder accepts exactly what the owned one accepts, with the same fields
-    /// and the same error, at every offset of valid and damaged encodings alike.
+    /// The borrowed and in-place decoders accept exactly what the owned one accepts, with the
+    /// same fields and the same error, at every offset of valid and damaged encodings alike.
     #[test]
     fn borrowed_and_owned_decoding_agree(
         cells in strategies::cell_batch(4),
@@ -79,6 +79,20 @@ proptest! {
         for offset in 0..=buf.len() + 1 {
             let owned = Cell::decode(&buf, offset, &limit);
             let borrowed = CellRef::decode(&buf, offset, &limit);
+            // In place: the same cell and end, or the same error with the slot untouched.
+            let before = Cell::put("before", "f", "q", 1, "v").expect("test setup");
+            let mut slot = Some(before.clone());
+            match (Cell::decode_into(&buf, offset, &limit, &mut slot), &owned) {
+                (Ok(end), Ok((cell, owned_end))) => {
+                    prop_assert_eq!(end, *owned_end);
+                    prop_assert_eq!(slot.as_ref(), Some(cell));
+                }
+                (Err(a), Err(b)) => {
+                    prop_assert_eq!(&a, b);
+                    prop_assert_eq!(slot, Some(before));
+                }
+                (a, b) => prop_assert!(false, "in place {a:?} but owned {b:?}"),
+            }
             match (owned, borrowed) {
                 (Ok((cell, end)), Ok((view, view_end))) => {
                     prop_assert_eq!(end, view_end);

@@ -85,6 +85,7 @@ impl ColumnSkip {
     /// Notes that `cell`'s column has all the versions the read wants; `kept`: the caller
     /// keeps `cell` as the last of its results (it is then passed back to
     /// [`ColumnSkip::still_in_column`] as `last_kept`).
+    #[inline]
     pub(crate) fn column_done(&mut self, cell: &Cell, kept: bool) {
         if cell.qualifier().is_empty() {
             return;
@@ -96,34 +97,29 @@ impl ColumnSkip {
         });
     }
 
-    /// True if `next` is an older version of the finished column: `merge` has then been moved
-    /// past that column, and `next` is to be dropped and the next cell read instead.
+    /// Where to reseek if `next` is an older version of the finished column (`next` is then
+    /// to be passed over along with the rest of the column); `None` to read `next`.
     /// `last_kept` is the caller's last kept cell (`None` once its results were handed on,
     /// when `next` is always of another row).
-    pub(crate) fn still_in_column(
+    #[inline]
+    pub(crate) fn past_finished_column(
         &mut self,
         next: &Cell,
         last_kept: Option<&Cell>,
-        merge: &mut MergeScanner<'_>,
-    ) -> Result<bool, RegionError> {
-        let done = self.done.take();
+    ) -> Option<CellKey> {
+        let done = self.done.take()?;
         let finished = match &done {
-            None => return Ok(false),
-            Some(Finished::Dropped(key)) => key,
-            Some(Finished::Kept) => match last_kept {
-                Some(cell) => cell.key(),
-                None => return Ok(false),
-            },
+            Finished::Dropped(key) => key,
+            Finished::Kept => last_kept?.key(),
         };
         if !next.key().same_column(finished) {
-            return Ok(false);
+            return None;
         }
-        merge.reseek(&CellKey::last_on_column(
+        Some(CellKey::last_on_column(
             finished.row_bytes(),
             finished.family(),
             finished.qualifier(),
-        ))?;
-        Ok(true)
+        ))
     }
 }
 
@@ -254,18 +250,20 @@ impl RegionScanner {
 
     /// The cells of `row` the read selects: the row's cells in `CellComparator` order, through
     /// the matcher and the filter, skipping what they say can be skipped with seeks.
+    ///
+    /// Each cell is decided on where it lies in its source ([`KeyValueScanner::peek`]) and then
+    /// moved once into the row's results or dropped; every seek below goes to a key after the
+    /// peeked cell, so it passes over that cell as well.
     fn read_row(&mut self, row: &Bytes) -> Result<Vec<Cell>, RegionError> {
         let mut out: Vec<Cell> = Vec::with_capacity(self.row_hint);
         self.draining = None;
-        while self.merge.peek().is_some_and(|c| same_bytes(c.row(), row)) {
-            let Some(cell) = self.merge.next()? else {
+        while let Some(cell) = self.merge.peek() {
+            if !same_bytes(cell.row(), row) {
                 break;
-            };
+            }
             self.cells_read += 1;
-            if self
-                .skip
-                .still_in_column(&cell, out.last(), &mut self.merge)?
-            {
+            if let Some(past) = self.skip.past_finished_column(cell, out.last()) {
+                self.merge.reseek(&past)?;
                 continue;
             }
             if let Some(draining) = &self.draining {
@@ -273,12 +271,13 @@ impl RegionScanner {
                     && same_bytes(cell.family(), &draining.family)
                     && cell.qualifier().is_empty()
                 {
-                    self.matcher.admit(&cell);
+                    self.matcher.admit(cell);
+                    self.merge.skip()?;
                     continue;
                 }
                 let then = self.draining.take().and_then(|d| d.then);
                 if let Some(hint) = then
-                    && self.hint_moves_on(&cell, &hint)
+                    && self.hint_moves_on(cell, &hint)
                 {
                     self.seek_hint(hint)?;
                     continue;
@@ -292,31 +291,31 @@ impl RegionScanner {
                     continue;
                 }
                 ColumnStep::PastFamily => {
-                    self.skip_family(&cell)?;
+                    let past = CellKey::past_family(cell.row(), cell.family());
+                    self.advance_to(&past)?;
                     continue;
                 }
             }
-            let admitted = self.matcher.admit(&cell);
+            let admitted = self.matcher.admit(cell);
             let column_done = self.matcher.column_done();
-            let Some(filter) = self.filter.as_mut() else {
-                if column_done {
-                    self.skip.column_done(&cell, admitted);
-                }
-                if admitted {
-                    out.push(cell);
-                }
-                continue;
-            };
+            if column_done && (!admitted || self.filter.is_none()) {
+                self.skip.column_done(cell, admitted);
+            }
             if !admitted {
-                if column_done {
-                    self.skip.column_done(&cell, false);
-                }
+                self.merge.skip()?;
                 continue;
             }
+            let Some(filter) = self.filter.as_mut() else {
+                self.merge.next_into(&mut out)?;
+                continue;
+            };
             if filter.filter_all_remaining() {
                 self.done = true;
                 break;
             }
+            let Some(cell) = self.merge.next()? else {
+                break;
+            };
             let code = filter.filter_cell(&cell);
             let next_col = match code {
                 ReturnCode::Include | ReturnCode::Skip => column_done,

@@ -126,15 +126,17 @@ fn plain_from_image(
     Ok(())
 }
 
-/// Decodes the cell at `pos` of a plain block; cells slice the block.
+/// Decodes the cell at `pos` of a plain block into `slot` (see [`Cell::decode_into`]; the cell
+/// slices the block); returns the offset after the cell.
 #[inline]
-pub(crate) fn decode_at(
+pub(crate) fn decode_into_at(
     path: &Path,
     offset: u64,
     block: &Bytes,
     pos: usize,
-) -> Result<(Cell, usize)> {
-    Cell::decode(block, pos, &CellLimits::UNLIMITED).map_err(|e| {
+    slot: &mut Option<Cell>,
+) -> Result<usize> {
+    Cell::decode_into(block, pos, &CellLimits::UNLIMITED, slot).map_err(|e| {
         crate::error::corrupt(
             path,
             offset,
@@ -143,7 +145,7 @@ pub(crate) fn decode_at(
     })
 }
 
-/// [`decode_at`], borrowed: the cell's fields point into `block`.
+/// [`decode_into_at`], borrowed: the cell's fields point into `block`.
 #[inline]
 pub(crate) fn decode_ref_at<'b>(
     path: &Path,

@@ -82,6 +82,20 @@ impl<S: KeyValueScanner> KeyValueScanner for RangeScanner<S> {
         self.inner.next()
     }
 
+    fn next_into(&mut self, out: &mut Vec<Cell>) -> Result<()> {
+        if self.peek().is_none() {
+            return Ok(());
+        }
+        self.inner.next_into(out)
+    }
+
+    fn skip(&mut self) -> Result<()> {
+        if self.peek().is_none() {
+            return Ok(());
+        }
+        self.inner.skip()
+    }
+
     fn seek(&mut self, key: &CellKey) -> Result<()> {
         self.below = false;
         let key = self.clamp(key);

@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 use bytes::Bytes;
 use keel_cell::{Cell, CellKey, CellRef};
 
-use crate::encoding::{decode_at, decode_ref_at};
+use crate::encoding::{decode_into_at, decode_ref_at};
 use crate::error::Result;
 use crate::index::{BlockAt, IndexBlock};
 use crate::merge::KeyValueScanner;
@@ -390,15 +390,18 @@ impl<'a> StoreFileScanner<'a> {
     fn load_next(&mut self) -> Result<()> {
         loop {
             if self.pos < self.block.cells_end {
-                let (cell, next) = decode_at(
+                // Built in place (`current` is `None` here: `next` took it).
+                let next = decode_into_at(
                     self.reader.path_ref(),
                     self.block_offset,
                     &self.block.bytes,
                     self.pos,
+                    &mut self.current,
                 )?;
                 // Decoded from the whole cached block, so that its fields share the one
                 // `Bytes`: a cell running into the row starts is damage all the same.
                 if next > self.block.cells_end {
+                    self.current = None;
                     return Err(crate::error::corrupt(
                         self.reader.path_ref(),
                         self.block_offset,
@@ -406,7 +409,6 @@ impl<'a> StoreFileScanner<'a> {
                     ));
                 }
                 self.pos = next;
-                self.current = Some(cell);
                 // A walk reads on through the block: the bytes a few cells ahead start loading
                 // now, so the next cells' headers are not each a wait for memory. Every line up
                 // to there is asked for: a ten-column cell spans two or three lines, and asking
@@ -555,6 +557,27 @@ impl KeyValueScanner for StoreFileScanner<'_> {
 
     fn next(&mut self) -> Result<Option<Cell>> {
         StoreFileScanner::next(self)
+    }
+
+    fn next_into(&mut self, out: &mut Vec<Cell>) -> Result<()> {
+        if !self.started {
+            return self.next().map(|cell| out.extend(cell));
+        }
+        if let Some(cell) = self.current.take() {
+            out.push(cell);
+            self.load_next()?;
+        }
+        Ok(())
+    }
+
+    fn skip(&mut self) -> Result<()> {
+        if !self.started {
+            return self.next().map(drop);
+        }
+        if self.current.take().is_some() {
+            self.load_next()?;
+        }
+        Ok(())
     }
 
     fn seek(&mut self, key: &CellKey) -> Result<()> {

@@ -1,9 +1,9 @@
 //! `MergeScanner` against an oracle: up to five in-memory sources drawn from a tiny key space,
 //! so that the same key is often in several sources, each cell's value naming its source.
 //! The oracle is every (cell, source) sorted by key and, on equal keys, newer (higher) source
-//! first — `KeyValueHeap`'s order. Random walks of `next`, `seek` and `reseek` must land on
-//! the oracle's cell every step; `seek_before_row` and the rows walked backwards must match it
-//! too.
+//! first — `KeyValueHeap`'s order. Random walks of `next`, `next_into`, `skip`, `seek` and
+//! `reseek` must land on the oracle's cell every step; `seek_before_row` and the rows walked
+//! backwards must match it too.
 
 use bytes::Bytes;
 use keel_cell::{Cell, CellKey};
@@ -45,13 +45,19 @@ fn key_strategy() -> impl Strategy<Value = CellKey> {
 #[derive(Debug, Clone)]
 enum Step {
     Next,
+    /// `next_into`, keeping the cell.
+    NextInto,
+    /// `skip`, dropping it.
+    Skip,
     Seek(CellKey),
     Reseek(CellKey),
 }
 
 fn step_strategy() -> impl Strategy<Value = Step> {
     prop_oneof![
-        4 => Just(Step::Next),
+        2 => Just(Step::Next),
+        1 => Just(Step::NextInto),
+        1 => Just(Step::Skip),
         1 => key_strategy().prop_map(Step::Seek),
         2 => key_strategy().prop_map(Step::Reseek),
     ]
@@ -110,6 +116,17 @@ proptest! {
                 Step::Next => {
                     let cell = merge.next().expect("in memory");
                     prop_assert_eq!(cell.as_ref(), all.get(at));
+                    at = (at + 1).min(all.len());
+                }
+                Step::NextInto => {
+                    let mut out = vec![Cell::put("x", "f", "q", 0, "kept before").expect("test setup")];
+                    merge.next_into(&mut out).expect("in memory");
+                    prop_assert_eq!(out.get(1), all.get(at));
+                    prop_assert_eq!(out.len(), 1 + usize::from(at < all.len()));
+                    at = (at + 1).min(all.len());
+                }
+                Step::Skip => {
+                    merge.skip().expect("in memory");
                     at = (at + 1).min(all.len());
                 }
                 Step::Seek(key) => {

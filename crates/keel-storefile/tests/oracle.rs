@@ -264,6 +264,25 @@ proptest! {
         }
         prop_assert_eq!(&scanned, &cells);
 
+        // Full scans keeping every cell through `next_into` (from an unstarted scanner), and
+        // every other cell with `skip` between.
+        let mut scanner = reader.scanner();
+        let mut kept = Vec::new();
+        let mut alternate = Vec::new();
+        let mut other = reader.scanner();
+        for i in 0..cells.len() {
+            KeyValueScanner::next_into(&mut scanner, &mut kept).expect("test setup");
+            if i % 2 == 0 {
+                KeyValueScanner::next_into(&mut other, &mut alternate).expect("test setup");
+            } else {
+                KeyValueScanner::skip(&mut other).expect("test setup");
+            }
+        }
+        prop_assert_eq!(&kept, &cells);
+        prop_assert!(scanner.peek().is_none() && other.peek().is_none());
+        let every_other: Vec<Cell> = cells.iter().step_by(2).cloned().collect();
+        prop_assert_eq!(alternate, every_other);
+
         // Gets of every row present, and of absent rows.
         let rows: BTreeSet<Bytes> = cells.iter().map(|c| c.row_bytes()).collect();
         for row in &rows {
@@ -343,6 +362,7 @@ proptest! {
         assignment in prop::collection::vec(0usize..4, 300),
         options in options_strategy(),
         start in seek_key_strategy(),
+        takes in prop::collection::vec(0u8..3, 1..300),
     ) {
         let cells = sorted(cells);
         let dir = tempfile::tempdir().expect("test setup");
@@ -365,7 +385,28 @@ proptest! {
             merged.push(cell);
         }
         let expected: Vec<Cell> = cells.iter().filter(|c| c.key() >= &start).cloned().collect();
-        prop_assert_eq!(merged, expected);
+        prop_assert_eq!(&merged, &expected);
+
+        // The same walk deciding on each peeked cell: taken by `next` or `next_into`, or
+        // passed over by `skip`; every cell is peeked in order and the taken ones kept.
+        merge.seek(&start).expect("test setup");
+        let (mut peeked, mut taken, mut wanted) = (Vec::new(), Vec::new(), Vec::new());
+        while let Some(cell) = merge.peek().cloned() {
+            match takes[peeked.len() % takes.len()] {
+                0 => {
+                    taken.push(merge.next().expect("test setup").expect("peeked"));
+                    wanted.push(cell.clone());
+                }
+                1 => {
+                    merge.next_into(&mut taken).expect("test setup");
+                    wanted.push(cell.clone());
+                }
+                _ => merge.skip().expect("test setup"),
+            }
+            peeked.push(cell);
+        }
+        prop_assert_eq!(peeked, expected);
+        prop_assert_eq!(taken, wanted);
 
         // Reseeks over the merge, every third cell's key ahead, with steps between: each lands
         // where the oracle says and never moves back.

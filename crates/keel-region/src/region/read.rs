@@ -54,7 +54,9 @@ impl Region {
             let mut merge = MergeScanner::new(sources, &first)?;
             let mut skip = crate::scanner::ColumnSkip::default();
             let last_named = last_named_qualifier(query, name);
-            while let Some(cell) = merge.next()? {
+            // Each cell is decided on where it lies in its source and then moved once into
+            // the results or dropped (see `RegionScanner::read_row`).
+            while let Some(cell) = merge.peek() {
                 if cell.row() != row {
                     break;
                 }
@@ -67,20 +69,23 @@ impl Region {
                     }
                     ColumnStep::PastFamily => break,
                 }
-                if skip.still_in_column(&cell, out.last(), &mut merge)? {
+                if let Some(past) = skip.past_finished_column(cell, out.last()) {
+                    merge.reseek(&past)?;
                     continue;
                 }
-                let admitted = matcher.admit(&cell);
+                let admitted = matcher.admit(cell);
                 // The last named column finished: nothing after it in the row can be admitted,
                 // so the get ends here instead of seeking past the column's older versions (a
                 // counter's row holds every increment's cell until a flush drops them).
                 let finished = matcher.column_done()
                     && last_named.is_some_and(|last| cell.qualifier() == &last[..]);
                 if matcher.column_done() {
-                    skip.column_done(&cell, admitted);
+                    skip.column_done(cell, admitted);
                 }
                 if admitted {
-                    out.push(cell);
+                    merge.next_into(&mut out)?;
+                } else {
+                    merge.skip()?;
                 }
                 if finished {
                     break;

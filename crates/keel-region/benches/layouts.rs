@@ -1,0 +1,178 @@
+//! `cargo xtask bench layouts`: the same records stored two ways, read by short scans.
+//!
+//! YCSB's HBase binding stores a record as one column per field; a key-value engine stores it
+//! as one value. Here each record is [`FIELDS`] fields of [`FIELD`] bytes, written either as
+//! that many columns or as one cell holding them all, into two stores flushed to store files
+//! (reads go through the block cache, warmed by one full scan). Each round runs the same
+//! [`SCANS`] scans of up to [`SCAN_ROWS`] rows from the same random start rows on both, the side
+//! that goes first alternating by round.
+//!
+//! `scan_columns_vs_cell` = one-cell time ÷ ten-column time (1.0 would be "the layout costs
+//! nothing"; the issue's floor is 0.67: the columns layout no more than 1.5× the cell layout
+//! for the same bytes). `get_columns_vs_cell`: the same for whole-row gets.
+//!
+//! With `LAYOUTS_PROFILE` set in the environment it runs only the ten-column scans, twenty
+//! times over, for `perf record`.
+
+#![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use keel_cell::Cell;
+use keel_region::matcher::ReadQuery;
+use keel_region::{Durability, Engine, EngineOptions, FamilyOptions, Scan, Table};
+use keel_testkit::figure;
+
+const FIELDS: usize = 10;
+const FIELD: usize = 100;
+const SCAN_ROWS: usize = 50;
+const SCANS: usize = 2_000;
+
+fn row(i: usize) -> Bytes {
+    Bytes::from(format!(
+        "user{:012}",
+        i.wrapping_mul(0x9E37_79B9) % 1_000_000_000_000
+    ))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    Columns,
+    Cell,
+}
+
+fn cells(layout: Layout, i: usize) -> Vec<Cell> {
+    let value = |f: usize| Bytes::from(vec![b'a' + (f % 26) as u8; FIELD]);
+    match layout {
+        Layout::Columns => (0..FIELDS)
+            .map(|f| Cell::put(row(i), "f", format!("field{f}"), 1, value(f)).expect("cell"))
+            .collect(),
+        Layout::Cell => {
+            let mut record = Vec::with_capacity(FIELDS * FIELD);
+            for f in 0..FIELDS {
+                record.extend_from_slice(&value(f));
+            }
+            vec![Cell::put(row(i), "f", "record", 1, record).expect("cell")]
+        }
+    }
+}
+
+struct Store {
+    _dir: tempfile::TempDir,
+    _engine: Engine,
+    table: Table,
+}
+
+fn store(layout: Layout, records: usize) -> Store {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = Engine::open(dir.path(), EngineOptions::default()).expect("open");
+    let table = engine
+        .create_table("t", vec![FamilyOptions::new("f")])
+        .expect("create");
+    for i in 0..records {
+        table
+            .mutate(cells(layout, i), Durability::SkipWal)
+            .expect("write");
+    }
+    table.flush().expect("flush");
+    let all = table.scan(&Scan::all(i64::MAX / 2)).expect("warm");
+    assert_eq!(all.len(), records);
+    Store {
+        _dir: dir,
+        _engine: engine,
+        table,
+    }
+}
+
+/// Runs the scans from `starts`: (time, cells returned).
+fn scans(table: &Table, starts: &[Bytes]) -> (Duration, usize) {
+    let begun = Instant::now();
+    let mut cells = 0;
+    for start in starts {
+        let scan = Scan {
+            start_row: start.clone(),
+            limit: Some(SCAN_ROWS),
+            ..Scan::all(i64::MAX / 2)
+        };
+        let rows = table.scan(&scan).expect("scan");
+        cells += rows.iter().map(Vec::len).sum::<usize>();
+    }
+    (begun.elapsed(), cells)
+}
+
+/// Gets the rows `keys`: (time, cells returned).
+fn gets(table: &Table, keys: &[Bytes]) -> (Duration, usize) {
+    let query = ReadQuery::latest(0, i64::MAX / 2);
+    let begun = Instant::now();
+    let mut cells = 0;
+    for key in keys {
+        cells += table.get(key, &query).expect("get").len();
+    }
+    (begun.elapsed(), cells)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (records, rounds) = if quick { (20_000, 7) } else { (100_000, 15) };
+    println!("loading {records} records of {FIELDS} × {FIELD} B, as columns and as one cell…");
+    let columns = store(Layout::Columns, records);
+    let cell = store(Layout::Cell, records);
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let mut random = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed as usize
+    };
+    let starts: Vec<Bytes> = (0..SCANS).map(|_| row(random() % records)).collect();
+    let keys: Vec<Bytes> = (0..SCANS * 10).map(|_| row(random() % records)).collect();
+    if std::env::var_os("LAYOUTS_PROFILE").is_some() {
+        for _ in 0..20 {
+            scans(&columns.table, &starts);
+        }
+        return;
+    }
+    let (mut scan_ratios, mut get_ratios) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let timed = |f: &dyn Fn(&Table) -> (Duration, usize)| {
+            let (c, k) = if round % 2 == 0 {
+                let c = f(&columns.table);
+                (c, f(&cell.table))
+            } else {
+                let k = f(&cell.table);
+                (f(&columns.table), k)
+            };
+            assert_eq!(c.1, k.1 * FIELDS, "the layouts returned different records");
+            let per_record = |t: Duration| t.as_nanos() as f64 / k.1 as f64;
+            print!(
+                "[{:.0} / {:.0} ns a record] ",
+                per_record(c.0),
+                per_record(k.0)
+            );
+            k.0.as_secs_f64() / c.0.as_secs_f64()
+        };
+        let scan = timed(&|t| scans(t, &starts));
+        let get = timed(&|t| gets(t, &keys));
+        println!("round {round}: scan cell/columns time {scan:.3}, get {get:.3}");
+        scan_ratios.push(scan);
+        get_ratios.push(get);
+    }
+    let spread = |v: &[f64]| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(0.0, f64::max);
+        format!("{lo:.3}–{hi:.3}")
+    };
+    println!(
+        "scan spread {}, get spread {}",
+        spread(&scan_ratios),
+        spread(&get_ratios)
+    );
+    println!("{}", figure("scan_columns_vs_cell", median(scan_ratios)));
+    println!("{}", figure("get_columns_vs_cell", median(get_ratios)));
+}
