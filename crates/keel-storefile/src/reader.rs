@@ -96,7 +96,8 @@ impl StoreFileReader {
             trailer.file_info_offset,
             BlockKind::RootIndex,
         )?;
-        let root = IndexBlock::parse(path, trailer.root_index_offset, root_payload)?;
+        let root = IndexBlock::parse(path, trailer.root_index_offset, root_payload)?
+            .with_row_prefixes(path)?;
         let info_payload = read(trailer.file_info_offset, trailer_at, BlockKind::FileInfo)?;
         let info = FileInfo::decode(path, trailer.file_info_offset, &info_payload, &trailer, len)?;
         let mut reader = StoreFileReader {

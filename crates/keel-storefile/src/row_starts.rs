@@ -46,7 +46,7 @@ pub(crate) const MAX_SKIP: usize = 64;
 /// has there, and a shorter row is a prefix of the longer up to that point); if they are equal,
 /// the rows must be compared.
 #[inline]
-fn row_prefix(row: &[u8]) -> u64 {
+pub(crate) fn row_prefix(row: &[u8]) -> u64 {
     let mut bytes = [0u8; 8];
     let n = row.len().min(8);
     bytes[..n].copy_from_slice(&row[..n]);
