@@ -176,6 +176,20 @@ impl Head {
         }
     }
 
+    /// [`Head::take`] for a cell no one keeps: a flat segment's is passed over, not cloned
+    /// (a count on its MSLAB chunk that every reader of the row shares).
+    fn pass(&mut self, end: Bound<&CellKey>, read_point: u64, batch: usize) {
+        match self {
+            Head::Batch { .. } => drop(self.take(end, read_point, batch)),
+            Head::At { flat, at } => {
+                if *at < flat.len() {
+                    *at = flat.visible_from(*at + 1, read_point);
+                    prefetch_ahead(flat, *at + FLAT_PREFETCH - 1);
+                }
+            }
+        }
+    }
+
     /// Ends the reading: nothing more comes from this segment.
     fn clear(&mut self) {
         match self {
@@ -337,12 +351,63 @@ impl MemStoreScanner {
 
     /// Takes the front cell of segment `index`; a skip list's batches double as they refill.
     fn take_front(&mut self, index: usize) -> Option<Cell> {
-        let head = &mut self.heads[index];
+        self.grow_batch_for(index);
+        self.heads[index].take(self.end.as_ref(), self.read_point, self.batch)
+    }
+
+    /// [`MemStoreScanner::take_front`] for a cell no one keeps ([`Head::pass`]).
+    fn pass_front(&mut self, index: usize) {
+        self.grow_batch_for(index);
+        self.heads[index].pass(self.end.as_ref(), self.read_point, self.batch);
+    }
+
+    /// Doubles the batch when segment `index`'s next take refills it.
+    fn grow_batch_for(&mut self, index: usize) {
+        let head = &self.heads[index];
         let refills = matches!(head, Head::Batch { cells, more: true, .. } if cells.len() == 1);
         if refills {
             self.batch = (self.batch * 2).min(MAX_BATCH);
         }
-        head.take(self.end.as_ref(), self.read_point, self.batch)
+    }
+
+    /// The segment whose cell is next, with the same key in older segments (re-added after a
+    /// snapshot) passed over: the newest wins. `None` at the end (what the batches fetched
+    /// beyond it is dropped).
+    fn front_without_duplicates(&mut self) -> Option<usize> {
+        self.fresh_at = None;
+        let Some(index) = self.front else {
+            self.clear();
+            return None;
+        };
+        for other in index + 1..self.heads.len() {
+            let duplicate = match (self.heads[index].front(), self.heads[other].front()) {
+                (Some(front), Some(older)) => older.key() == front.key(),
+                _ => false,
+            };
+            if duplicate {
+                self.pass_front(other);
+            }
+        }
+        Some(index)
+    }
+
+    /// Appends the next cell (if any) to `out` and moves past it: [`Iterator::next`] for a
+    /// reader that decided on the [`MemStoreScanner::peek`]ed cell to keep it.
+    pub fn next_into(&mut self, out: &mut Vec<Cell>) {
+        let Some(index) = self.front_without_duplicates() else {
+            return;
+        };
+        out.extend(self.take_front(index));
+        self.find_front();
+    }
+
+    /// Moves past the next cell without returning it: a flat segment's is not cloned.
+    pub fn pass_next(&mut self) {
+        let Some(index) = self.front_without_duplicates() else {
+            return;
+        };
+        self.pass_front(index);
+        self.find_front();
     }
 
     /// The segment whose head sorts first; the newest segment on ties.
@@ -388,24 +453,10 @@ impl Iterator for MemStoreScanner {
     type Item = Cell;
 
     fn next(&mut self) -> Option<Cell> {
-        self.fresh_at = None;
-        let Some(index) = self.front else {
-            // Exhausted or past the end: drop what the batches fetched beyond it.
-            self.clear();
-            return None;
-        };
-        let cell = self.take_front(index)?;
-        // Skip the same key in older segments (re-added after a snapshot): the newest wins.
-        for other in index + 1..self.heads.len() {
-            if self.heads[other]
-                .front()
-                .is_some_and(|head| head.key() == cell.key())
-            {
-                self.take_front(other);
-            }
-        }
+        let index = self.front_without_duplicates()?;
+        let cell = self.take_front(index);
         self.find_front();
-        Some(cell)
+        cell
     }
 }
 

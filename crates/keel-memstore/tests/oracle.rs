@@ -208,6 +208,30 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                 .map(Cell::into_parts)
                 .collect();
                 prop_assert_eq!(&got, &expected);
+                // The same scan deciding on each peeked cell: every third passed over (a flat
+                // segment's not cloned), the others kept with `next_into`.
+                let mut scanner = match &from {
+                    Some(from) => memstore.scanner(from.clone().., read_point),
+                    None => memstore.scanner(.., read_point),
+                };
+                let (mut peeked, mut kept) = (Vec::new(), Vec::new());
+                while let Some(cell) = scanner.peek() {
+                    peeked.push(cell.clone().into_parts());
+                    if peeked.len() % 3 == 0 {
+                        scanner.pass_next();
+                    } else {
+                        scanner.next_into(&mut kept);
+                    }
+                }
+                prop_assert_eq!(&peeked, &expected);
+                let kept: Vec<_> = kept.into_iter().map(Cell::into_parts).collect();
+                let wanted: Vec<_> = expected
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| (i + 1) % 3 != 0)
+                    .map(|(_, c)| c.clone())
+                    .collect();
+                prop_assert_eq!(kept, wanted);
                 let mut visited = Vec::new();
                 let mut collect = |key: &CellKey, value: &[u8]| {
                     visited.push((key.clone(), Bytes::copy_from_slice(value)));

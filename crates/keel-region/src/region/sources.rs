@@ -72,6 +72,14 @@ impl KeyValueScanner for MemSource {
     fn next(&mut self) -> keel_storefile::Result<Option<Cell>> {
         Ok(Iterator::next(&mut self.0))
     }
+    fn next_into(&mut self, out: &mut Vec<Cell>) -> keel_storefile::Result<()> {
+        self.0.next_into(out);
+        Ok(())
+    }
+    fn skip(&mut self) -> keel_storefile::Result<()> {
+        self.0.pass_next();
+        Ok(())
+    }
     fn seek(&mut self, key: &CellKey) -> keel_storefile::Result<()> {
         self.0.seek(key);
         Ok(())
