@@ -115,23 +115,28 @@ impl Region {
             // them, and such a put would reappear); markers older than everything there go.
             let memstore_oldest = store.memstore.size().min_timestamp;
             let mut written = 0u64;
-            while let Some(cell) = merge.next()? {
+            // Each cell is written from where it lies in its source, then passed over: never
+            // moved out of the merge or counted (`KeyValueScanner::skip`).
+            while let Some(cell) = merge.peek() {
                 if !self.is_open() {
                     // The region is closing: nothing is committed; the next open removes the
                     // unfinished file.
                     return Err(cancelled());
                 }
-                let admitted = keep.as_mut().is_none_or(|matcher| matcher.admit(&cell));
+                let admitted = keep.as_mut().is_none_or(|matcher| matcher.admit(cell));
                 let marker_kept = all_files
                     && cell.cell_type() != CellType::Put
                     && cell.timestamp() >= memstore_oldest;
                 if admitted || marker_kept {
-                    writer.append(&cell)?;
+                    writer.append(cell)?;
                     written += 1;
-                    let bytes = crate::limits::charge(std::slice::from_ref(&cell));
+                    let bytes = crate::limits::charge(std::slice::from_ref(cell));
+                    merge.skip()?;
                     outcome.throttled += run
                         .wrote(bytes, || self.compaction_pressure(policy))
                         .map_err(|_| cancelled())?;
+                } else {
+                    merge.skip()?;
                 }
             }
             outcome.bytes_read += chosen.iter().map(|f| f.info().file_len).sum::<u64>();
