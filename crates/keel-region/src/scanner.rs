@@ -57,6 +57,17 @@ struct Draining {
     then: Option<CellKey>,
 }
 
+impl Draining {
+    /// The rest of `cell`'s (empty-qualifier) column, then `then`.
+    fn of(cell: &Cell, then: Option<CellKey>) -> Draining {
+        Draining {
+            row: cell.row_bytes(),
+            family: cell.family_bytes(),
+            then,
+        }
+    }
+}
+
 /// Skipping a finished column's older versions (HBase's `trySkipToNextColumn`). When the
 /// matcher has all the versions it wants of a column, the rest of that column is skipped in
 /// every source at once with a seek — but only if the next cell is still in that column. With
@@ -313,23 +324,28 @@ impl RegionScanner {
                 self.done = true;
                 break;
             }
-            let Some(cell) = self.merge.next()? else {
-                break;
-            };
-            let code = filter.filter_cell(&cell);
+            let code = filter.filter_cell(cell);
+            // What the code asks for is read from the peeked cell; the cell is then kept or
+            // passed over, and only after that does the scan seek (to a key after it).
+            let mut seek_to: Option<CellKey> = None;
+            let mut seek_hint: Option<CellKey> = None;
             let next_col = match code {
                 ReturnCode::Include | ReturnCode::Skip => column_done,
                 ReturnCode::IncludeAndNextCol | ReturnCode::NextCol => true,
                 ReturnCode::IncludeAndSeekNextRow | ReturnCode::NextRow => {
-                    self.skip_family(&cell)?;
+                    // HBase's NEXT_ROW moves only the store that returned the cell: the rest
+                    // of its family in this row is skipped, the row's other families still
+                    // come. One buffer for the key (a counted row and a separate family name
+                    // were two allocations and a count on the cell's block, per row of a count).
+                    seek_to = Some(CellKey::past_family(cell.row(), cell.family()));
                     false
                 }
-                ReturnCode::SeekNextUsingHint => match filter.hint(&cell) {
-                    Some(hint) if self.hint_moves_on(&cell, &hint) => {
+                ReturnCode::SeekNextUsingHint => match filter.hint(cell) {
+                    Some(hint) if self.hint_moves_on(cell, &hint) => {
                         if cell.qualifier().is_empty() {
-                            self.drain_column(&cell, Some(hint));
+                            self.draining = Some(Draining::of(cell, Some(hint)));
                         } else {
-                            self.seek_hint(hint)?;
+                            seek_hint = Some(hint);
                         }
                         false
                     }
@@ -339,36 +355,32 @@ impl RegionScanner {
             };
             if next_col {
                 if cell.qualifier().is_empty() {
-                    self.drain_column(&cell, None);
+                    self.draining = Some(Draining::of(cell, None));
                 } else {
-                    self.skip.column_done(&cell, false);
+                    self.skip.column_done(cell, false);
                 }
             }
             if code.includes() {
+                self.merge.next_into(&mut out)?;
                 let filter = self.filter.as_ref().expect("checked above");
-                out.push(filter.transform(cell));
+                if let Some(kept) = out.pop() {
+                    out.push(filter.transform(kept));
+                }
+            } else if seek_to.is_none() && seek_hint.is_none() {
+                // A cell the scan seeks past is left where it is: stepping over it first
+                // decoded the next cell only to seek past that too (a row count's second
+                // cell, at every row).
+                self.merge.skip()?;
+            }
+            if let Some(target) = seek_to {
+                self.advance_to(&target)?;
+            }
+            if let Some(hint) = seek_hint {
+                self.seek_hint(hint)?;
             }
         }
         self.row_hint = out.len().min(1024);
         Ok(out)
-    }
-
-    /// Reads the rest of `cell`'s (empty-qualifier) column without giving it to the filter,
-    /// then seeks to `then`.
-    fn drain_column(&mut self, cell: &Cell, then: Option<CellKey>) {
-        self.draining = Some(Draining {
-            row: cell.row_bytes(),
-            family: cell.family_bytes(),
-            then,
-        });
-    }
-
-    /// Skips the rest of `cell`'s family in its row (HBase's NEXT_ROW, which moves only the
-    /// store that returned it; the row's other families still come).
-    fn skip_family(&mut self, cell: &Cell) -> Result<(), RegionError> {
-        // One buffer for the key (a counted row and a separate family name were two
-        // allocations and a reference count on the cell's block, per row of a key count).
-        self.advance_to(&CellKey::past_family(cell.row(), cell.family()))
     }
 
     /// Moves forward to the first cell at or after `target`, with a reseek: sources already
