@@ -33,6 +33,9 @@ pub struct RegionScanner {
     /// The filter's `has_filter_row`, asked once (it is fixed for a filter's life; asking a
     /// list at every row walked its filters through a virtual call apiece).
     filter_has_row: bool,
+    /// The filter's `transforms`, asked once: a kept cell goes through `transform` only if
+    /// the filter may change it.
+    filter_transforms: bool,
     ready: VecDeque<Vec<Cell>>,
     rows: usize,
     done: bool,
@@ -206,6 +209,7 @@ impl RegionScanner {
             skip: ColumnSkip::default(),
             scan,
             filter_has_row: filter.as_ref().is_some_and(|f| f.has_filter_row()),
+            filter_transforms: filter.as_ref().is_some_and(|f| f.transforms()),
             filter,
             ready: VecDeque::new(),
             rows: 0,
@@ -362,9 +366,11 @@ impl RegionScanner {
             }
             if code.includes() {
                 self.merge.next_into(&mut out)?;
-                let filter = self.filter.as_ref().expect("checked above");
-                if let Some(kept) = out.pop() {
-                    out.push(filter.transform(kept));
+                if self.filter_transforms {
+                    let filter = self.filter.as_ref().expect("checked above");
+                    if let Some(kept) = out.pop() {
+                        out.push(filter.transform(kept));
+                    }
                 }
             } else if seek_to.is_none() && seek_hint.is_none() {
                 // A cell the scan seeks past is left where it is: stepping over it first

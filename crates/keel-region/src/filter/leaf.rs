@@ -111,6 +111,10 @@ struct KeyOnly {
 }
 
 impl Active for KeyOnly {
+    fn transforms(&self) -> bool {
+        true
+    }
+
     fn transform(&self, cell: Cell) -> Cell {
         let value = if self.len_as_value {
             Bytes::copy_from_slice(&(cell.value().len() as u32).to_be_bytes())

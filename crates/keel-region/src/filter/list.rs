@@ -160,6 +160,10 @@ impl Active for List {
         self.filters.iter().any(|f| f.has_filter_row())
     }
 
+    fn transforms(&self) -> bool {
+        self.filters.iter().any(|f| f.transforms())
+    }
+
     fn filter_row_cells(&mut self, cells: &mut Vec<Cell>) {
         for f in &mut self.filters {
             f.filter_row_cells(cells);
@@ -302,6 +306,10 @@ impl Active for SkipRows {
         self.inner.transform(cell)
     }
 
+    fn transforms(&self) -> bool {
+        self.inner.transforms()
+    }
+
     fn has_filter_row(&self) -> bool {
         true
     }
@@ -348,6 +356,10 @@ impl Active for WhileMatch {
 
     fn transform(&self, cell: Cell) -> Cell {
         self.inner.transform(cell)
+    }
+
+    fn transforms(&self) -> bool {
+        self.inner.transforms()
     }
 
     fn has_filter_row(&self) -> bool {

@@ -26,6 +26,12 @@ pub(crate) trait Active: Send + std::fmt::Debug {
         cell
     }
 
+    /// Whether [`Active::transform`] may change a cell: fixed for the filter's life (a scanner
+    /// asks once, and leaves the cells of a filter that never changes them where they are).
+    fn transforms(&self) -> bool {
+        false
+    }
+
     /// Whether `filter_row_cells` / `filter_row` decide on whole rows: fixed for the filter's
     /// life (a scanner asks once).
     fn has_filter_row(&self) -> bool {
