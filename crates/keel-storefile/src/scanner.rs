@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellKey, CellRef};
+use keel_cell::{Cell, CellKey, CellRef, compare_bytes, same_bytes};
 
 use crate::encoding::{decode_into_at, decode_ref_at};
 use crate::error::Result;
@@ -262,7 +262,7 @@ impl<'a> StoreFileScanner<'a> {
             row_starts::last_recorded_row(block.cells(), block.row_starts())
         });
         if let Some(last_row) = last_row
-            && key.row() < &block.cells()[last_row.clone()]
+            && keel_cell::compare_bytes(key.row(), &block.cells()[last_row.clone()]).is_lt()
         {
             return Ok(true);
         }
@@ -433,7 +433,11 @@ impl<'a> StoreFileScanner<'a> {
         // Cells of earlier rows are stepped over by their headers alone: decoding them would
         // build (and drop) a `Cell` for every cell of the block before the row — for a get,
         // most of the block, and every one a reference-count round trip on the shared block.
-        if self.current.as_ref().is_none_or(|c| c.row() < key.row()) {
+        if self
+            .current
+            .as_ref()
+            .is_none_or(|c| keel_cell::compare_bytes(c.row(), key.row()).is_lt())
+        {
             self.current = None;
             // Whole rows first, by the block's row starts; then cell by cell.
             let (cells, starts) = (self.block.cells(), self.block.row_starts());
@@ -488,13 +492,15 @@ impl Scope {
     /// a key at the end of `current`'s own column (HBase's `createLastOnRowCol`: the lowest
     /// timestamp and the lowest type, which no stored cell has) is after all of that column.
     fn before(current: &CellKey, key: &CellKey) -> Option<Scope> {
-        if current.row() != key.row() {
+        // Compared inline (`compare_bytes`, no `memcmp` call): a row count's family skip asks
+        // this at every row, and `same_at` of every cell it steps over.
+        if !same_bytes(current.row(), key.row()) {
             return None;
         }
-        match key.family().cmp(current.family()) {
+        match compare_bytes(key.family(), current.family()) {
             Ordering::Greater => Some(Scope::Family),
             Ordering::Less => None,
-            Ordering::Equal => match key.qualifier().cmp(current.qualifier()) {
+            Ordering::Equal => match compare_bytes(key.qualifier(), current.qualifier()) {
                 Ordering::Greater => Some(Scope::Column),
                 Ordering::Equal
                     if key.timestamp() == i64::MIN
@@ -511,9 +517,9 @@ impl Scope {
     /// starts; otherwise (or on a damaged header, which the decoding walk then reports) `None`.
     fn same_at(self, block: &[u8], pos: usize, current: &Cell) -> Option<usize> {
         let (at, end) = row_starts::cell_coordinates_at(block, pos)?;
-        let same = block[at.row] == *current.row()
-            && block[at.family] == *current.family()
-            && (self == Scope::Family || block[at.qualifier] == *current.qualifier());
+        let same = same_bytes(&block[at.row], current.row())
+            && same_bytes(&block[at.family], current.family())
+            && (self == Scope::Family || same_bytes(&block[at.qualifier], current.qualifier()));
         same.then_some(end)
     }
 }
