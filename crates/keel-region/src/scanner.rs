@@ -98,7 +98,7 @@ enum Finished {
 impl ColumnSkip {
     /// Notes that `cell`'s column has all the versions the read wants; `kept`: the caller
     /// keeps `cell` as the last of its results (it is then passed back to
-    /// [`ColumnSkip::still_in_column`] as `last_kept`).
+    /// [`ColumnSkip::past_finished_column`] as `last_kept`).
     #[inline]
     pub(crate) fn column_done(&mut self, cell: &Cell, kept: bool) {
         if cell.qualifier().is_empty() {
