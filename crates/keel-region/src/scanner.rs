@@ -30,6 +30,8 @@ pub struct RegionScanner {
     skip: ColumnSkip,
     scan: Scan,
     filter: Option<Box<dyn Active>>,
+    /// The merge reads one family: the end of a family's part of a row is the end of the row.
+    one_family: bool,
     /// The filter's `has_filter_row`, asked once (it is fixed for a filter's life; asking a
     /// list at every row walked its filters through a virtual call apiece).
     filter_has_row: bool,
@@ -193,11 +195,13 @@ impl std::fmt::Debug for RegionScanner {
 }
 
 impl RegionScanner {
-    /// A scan over `merge` (already positioned for a forward scan).
+    /// A scan over `merge` (already positioned for a forward scan), whose sources hold only
+    /// one family if `one_family`.
     pub(crate) fn new(
         mut merge: MergeScanner<'static>,
         matcher: Matcher<'static>,
         scan: Scan,
+        one_family: bool,
     ) -> Result<RegionScanner, RegionError> {
         if scan.reversed {
             merge.seek_before_row(scan.reversed_upper().as_deref())?;
@@ -211,6 +215,7 @@ impl RegionScanner {
             filter_has_row: filter.as_ref().is_some_and(|f| f.has_filter_row()),
             filter_transforms: filter.as_ref().is_some_and(|f| f.transforms()),
             filter,
+            one_family,
             ready: VecDeque::new(),
             rows: 0,
             done: false,
@@ -341,7 +346,13 @@ impl RegionScanner {
                     // of its family in this row is skipped, the row's other families still
                     // come. One buffer for the key (a counted row and a separate family name
                     // were two allocations and a count on the cell's block, per row of a count).
-                    seek_to = Some(CellKey::past_family(cell.row(), cell.family()));
+                    // With one family in the merge, the end of the row is the same place
+                    // and needs no key of its own (the row is the cell's, counted).
+                    seek_to = Some(if self.one_family {
+                        CellKey::last_on_row(cell.row_bytes())
+                    } else {
+                        CellKey::past_family(cell.row(), cell.family())
+                    });
                     false
                 }
                 ReturnCode::SeekNextUsingHint => match filter.hint(cell) {
@@ -361,7 +372,10 @@ impl RegionScanner {
                 if cell.qualifier().is_empty() {
                     self.draining = Some(Draining::of(cell, None));
                 } else {
-                    self.skip.column_done(cell, false);
+                    // A cell the filter includes is the row's last kept cell below (a
+                    // transform keeps its key), so the skip reads the column from there: a
+                    // copy of its key cost every filtered cell two counts on its block.
+                    self.skip.column_done(cell, code.includes());
                 }
             }
             if code.includes() {
@@ -369,7 +383,13 @@ impl RegionScanner {
                 if self.filter_transforms {
                     let filter = self.filter.as_ref().expect("checked above");
                     if let Some(kept) = out.pop() {
-                        out.push(filter.transform(kept));
+                        #[cfg(debug_assertions)]
+                        let key = kept.key().clone();
+                        let changed = filter.transform(kept);
+                        // `ColumnSkip` reads the finished column from the kept cell.
+                        #[cfg(debug_assertions)]
+                        debug_assert!(changed.key() == &key, "a transform keeps the cell's key");
+                        out.push(changed);
                     }
                 }
             } else if seek_to.is_none() && seek_hint.is_none() {

@@ -478,11 +478,12 @@ impl<'a> StoreFileScanner<'a> {
 }
 
 /// How much of a row around a cell lies wholly before a reseek's key: cells sharing the cell's
-/// column, or its family, that can be stepped over by their headers.
+/// column, its family, or its row, that can be stepped over by their headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {
     Column,
     Family,
+    Row,
 }
 
 impl Scope {
@@ -496,6 +497,15 @@ impl Scope {
         // this at every row, and `same_at` of every cell it steps over.
         if !same_bytes(current.row(), key.row()) {
             return None;
+        }
+        // HBase's `createLastOnRow` (no family, no qualifier, the lowest timestamp and type):
+        // after every cell of the row. A stored cell always has a family.
+        if key.family().is_empty()
+            && key.qualifier().is_empty()
+            && key.timestamp() == i64::MIN
+            && key.cell_type() == keel_cell::CellType::Minimum
+        {
+            return Some(Scope::Row);
         }
         match compare_bytes(key.family(), current.family()) {
             Ordering::Greater => Some(Scope::Family),
@@ -518,8 +528,10 @@ impl Scope {
     fn same_at(self, block: &[u8], pos: usize, current: &Cell) -> Option<usize> {
         let (at, end) = row_starts::cell_coordinates_at(block, pos)?;
         let same = same_bytes(&block[at.row], current.row())
-            && same_bytes(&block[at.family], current.family())
-            && (self == Scope::Family || same_bytes(&block[at.qualifier], current.qualifier()));
+            && (self == Scope::Row
+                || same_bytes(&block[at.family], current.family())
+                    && (self == Scope::Family
+                        || same_bytes(&block[at.qualifier], current.qualifier())));
         same.then_some(end)
     }
 }

@@ -297,13 +297,15 @@ proptest! {
 
         // Seeks to random keys and to every stored key.
         // Also the keys a region's reads skip with: past the rest of a cell's column, and past
-        // the rest of its family in its row.
+        // the rest of its family in its row, and past the rest of its row.
         let skips = cells.iter().step_by(3).flat_map(|c| {
             let mut next_family = c.family().to_vec();
             next_family.push(0);
             [
                 CellKey::last_on_column(c.row_bytes(), c.family(), c.qualifier()),
                 CellKey::first_on_column(c.row_bytes(), next_family, b""),
+                // The end of its row (a one-family scan's `NextRow`), stepped by headers.
+                CellKey::last_on_row(c.row_bytes()),
             ]
         });
         let targets: Vec<CellKey> = seeks

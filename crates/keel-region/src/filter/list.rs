@@ -20,6 +20,8 @@ pub(super) struct List {
     filters: Vec<Box<dyn Active>>,
     /// Which filters included the last cell (its transform chains through them, in order).
     included: Vec<bool>,
+    /// The filters that may change a cell (`Active::transforms`, fixed): only they are asked to.
+    transformers: Vec<usize>,
     /// OR: each filter's last cell and code, to answer for it without asking again while the
     /// scan is still inside the step it asked for (HBASE-17678).
     previous: Vec<Option<(Cell, ReturnCode)>>,
@@ -32,10 +34,12 @@ pub(super) struct List {
 impl List {
     pub(super) fn new(op: ListOp, filters: Vec<Box<dyn Active>>, reversed: bool) -> List {
         let n = filters.len();
+        let transformers = (0..n).filter(|&i| filters[i].transforms()).collect();
         List {
             op,
             filters,
             included: vec![false; n],
+            transformers,
             previous: vec![None; n],
             hinting: Vec::new(),
             reversed,
@@ -149,11 +153,10 @@ impl Active for List {
     }
 
     fn transform(&self, cell: Cell) -> Cell {
-        self.filters
+        self.transformers
             .iter()
-            .zip(&self.included)
-            .filter(|(_, included)| **included)
-            .fold(cell, |cell, (f, _)| f.transform(cell))
+            .filter(|&&i| self.included[i])
+            .fold(cell, |cell, &i| self.filters[i].transform(cell))
     }
 
     fn has_filter_row(&self) -> bool {
@@ -161,7 +164,7 @@ impl Active for List {
     }
 
     fn transforms(&self) -> bool {
-        self.filters.iter().any(|f| f.transforms())
+        !self.transformers.is_empty()
     }
 
     fn filter_row_cells(&mut self, cells: &mut Vec<Cell>) {

@@ -150,6 +150,7 @@ impl Region {
         );
         let start = scan.first_key();
         let mut sources: Vec<Box<dyn KeyValueScanner>> = Vec::new();
+        let mut families = 0;
         for (_, store) in self
             .stores
             .iter()
@@ -167,9 +168,10 @@ impl Region {
                 store.memstore.scanner(start.clone().., read_point)
             };
             sources.push(Box::new(MemSource(memstore)));
+            families += 1;
         }
         let merge = MergeScanner::new(sources, &start)?;
-        RegionScanner::new(merge, matcher, scan.clone())
+        RegionScanner::new(merge, matcher, scan.clone(), families == 1)
     }
 
     /// The latest visible put of one column, if any.
