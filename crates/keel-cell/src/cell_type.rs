@@ -7,8 +7,14 @@ use crate::error::CellError;
 /// The codes matter beyond the wire: cells with equal coordinates sort by code *descending*, so a
 /// delete marker sorts before a put with the same timestamp and masks it on a scan.
 /// [`CellType::Minimum`] and [`CellType::Maximum`] only appear in seek keys, never in stored cells.
+///
+/// Four bytes wide although every code fits in one: [`CellKey`](crate::CellKey)'s fields then
+/// fill its 64 bytes with no padding, so a key or a cell moves as four aligned 16-byte copies.
+/// With a one-byte type the compiler copied 61 bytes in overlapping pieces, and the load of a
+/// just-moved cell waited on a failed store forward (half of the store-file scanner's own time
+/// in a ten-column scan).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
+#[repr(u32)]
 pub enum CellType {
     /// Lowest code; used by "last on row/column" seek keys.
     Minimum = 0,
