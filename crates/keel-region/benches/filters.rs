@@ -20,7 +20,7 @@
 //!    for a scan of those rows naming the column against one of whole rows.
 //!
 //! With `FILTERS_PROFILE` set in the environment it runs only the row counts (or, set to
-//! `prefix`, only the prefix-filtered scans), for `perf record`.
+//! `prefix` or `range`, only the prefix-filtered scans or the range scans), for `perf record`.
 //!
 //! Each side has its own store, loaded identically and flushed (so reads go through store
 //! files and the block cache, warmed by one scan first); the sides alternate, and each figure is
@@ -153,10 +153,16 @@ fn main() {
     run(&range_side.table, &full);
 
     if let Some(profile) = std::env::var_os("FILTERS_PROFILE") {
-        // For `perf record`: only the prefix-filtered scans (`prefix`) or the row counts.
-        if profile == "prefix" {
+        // For `perf record`: only the prefix-filtered scans (`prefix`), the range scans
+        // (`range`) or the row counts.
+        if profile == "prefix" || profile == "range" {
+            let scan = if profile == "prefix" {
+                &filtered
+            } else {
+                &range
+            };
             for _ in 0..20_000 {
-                run(&filtered_side.table, &filtered);
+                run(&filtered_side.table, scan);
             }
         } else {
             for _ in 0..40 {
