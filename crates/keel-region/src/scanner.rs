@@ -333,7 +333,16 @@ impl RegionScanner {
                 self.done = true;
                 break;
             }
-            let code = filter.filter_cell(cell);
+            let mut code = filter.filter_cell(cell);
+            if matches!(code, ReturnCode::Include | ReturnCode::IncludeAndNextCol)
+                && filter.drops_rest_of_row()
+            {
+                // The filter will answer the row's next cell with `NextRow` (a row count's
+                // `FirstKeyOnlyFilter`): leave now rather than read that cell to hear it. Every
+                // cell between here and that answer would have been dropped, by the matcher or by
+                // it, and nothing else is asked of the filter on the way.
+                code = ReturnCode::IncludeAndSeekNextRow;
+            }
             // What the code asks for is read from the peeked cell; the cell is then kept or
             // passed over, and only after that does the scan seek (to a key after it).
             let mut seek_to: Option<CellKey> = None;

@@ -116,6 +116,34 @@ fn counting_rows_first_key_only_and_key_only() {
 }
 
 #[test]
+fn first_key_only_leaves_the_row_early_only_where_the_row_would_end_anyway() {
+    // The scanner leaves a row right after FirstKeyOnlyFilter's cell when the filter's answer to
+    // the rest of the row is certain to be NEXT_ROW (`drops_rest_of_row`). That holds alone and
+    // as an AND list's first filter; the answers below are HBase's either way.
+    let (_d, _s, t) = table(WIDE);
+    // Alone: the flag spans families (r3's g:a is dropped too).
+    assert_eq!(
+        scan(&t, "FirstKeyOnlyFilter()"),
+        ["r1 cf:a=1", "r2 cf:a=5", "r3 cf:b=7"]
+    );
+    // OR: the other filter still sees the rest of the row and keeps what it passes.
+    assert_eq!(
+        scan(&t, "FirstKeyOnlyFilter() OR ColumnPrefixFilter('c')"),
+        ["r1 cf:a=1 cf:c=3", "r2 cf:a=5", "r3 cf:b=7"]
+    );
+    // AND with FirstKeyOnlyFilter second: its first cell is the first the other passes.
+    assert_eq!(
+        scan(&t, "ValueFilter(!=, 'binary:1') AND FirstKeyOnlyFilter()"),
+        ["r1 cf:b=2", "r2 cf:a=5", "r3 cf:b=7"]
+    );
+    // Reversed, a row at a time from its end: the same first cells.
+    assert_eq!(
+        scan_with(&t, "FirstKeyOnlyFilter() AND KeyOnlyFilter()", true, 1),
+        ["r3 cf:b=", "r2 cf:a=", "r1 cf:a="]
+    );
+}
+
+#[test]
 fn prefix_filter_seeks_to_its_rows_and_ends_the_scan_after_them() {
     // PrefixFilter: rows starting with the prefix; past them filterAllRemaining is true.
     let mut cells = Vec::new();

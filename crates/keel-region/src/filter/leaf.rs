@@ -142,6 +142,10 @@ impl Active for FirstKeyOnly {
         ReturnCode::Include
     }
 
+    fn drops_rest_of_row(&self) -> bool {
+        self.found
+    }
+
     fn reset(&mut self) {
         self.found = false;
     }

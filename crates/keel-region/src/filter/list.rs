@@ -163,6 +163,13 @@ impl Active for List {
         self.filters.iter().any(|f| f.has_filter_row())
     }
 
+    /// AND asks its filters in order and stops at the first that drops a cell, so its first
+    /// filter's `NextRow` is the list's, and no later filter sees the cell. OR asks every filter
+    /// and keeps what any includes: not predicted.
+    fn drops_rest_of_row(&self) -> bool {
+        self.op == ListOp::All && self.filters.first().is_some_and(|f| f.drops_rest_of_row())
+    }
+
     fn transforms(&self) -> bool {
         !self.transformers.is_empty()
     }

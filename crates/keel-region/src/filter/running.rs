@@ -32,6 +32,15 @@ pub(crate) trait Active: Send + std::fmt::Debug {
         false
     }
 
+    /// Whether this filter's next `filter_cell` in the current row will answer `NextRow`
+    /// whatever the cell (of any family), with no other effect: `FirstKeyOnlyFilter` once it
+    /// has included a cell. The scanner then leaves the family right after the cell it included,
+    /// as if the answer had been `IncludeAndSeekNextRow`, instead of reading (decoding, matching)
+    /// the next cell only to be told so. Called after an including `filter_cell`.
+    fn drops_rest_of_row(&self) -> bool {
+        false
+    }
+
     /// Whether `filter_row_cells` / `filter_row` decide on whole rows: fixed for the filter's
     /// life (a scanner asks once).
     fn has_filter_row(&self) -> bool {
