@@ -46,6 +46,9 @@ pub struct RegionScanner {
     /// Cells the last row returned: the next row's buffer starts that large (a scan's rows
     /// are mostly alike, and growing the buffer moves every cell already in it).
     row_hint: usize,
+    /// The filter passes every cell of the current row as it is (`Active::passes_rest_of_row`,
+    /// asked after `filter_row_key`): the row's cells skip the per-cell filter calls.
+    row_passes: bool,
     /// A reversed scan's filter hint already moved the merge off the current row.
     moved_off_row: bool,
     /// A filter skipped the rest of an empty-qualifier column, which cannot be seeked past:
@@ -221,6 +224,7 @@ impl RegionScanner {
             done: false,
             cells_read: 0,
             row_hint: 0,
+            row_passes: false,
             moved_off_row: false,
             draining: None,
         })
@@ -318,14 +322,15 @@ impl RegionScanner {
             }
             let admitted = self.matcher.admit(cell);
             let column_done = self.matcher.column_done();
-            if column_done && (!admitted || self.filter.is_none()) {
+            let unfiltered = self.filter.is_none() || self.row_passes;
+            if column_done && (!admitted || unfiltered) {
                 self.skip.column_done(cell, admitted);
             }
             if !admitted {
                 self.merge.skip()?;
                 continue;
             }
-            let Some(filter) = self.filter.as_mut() else {
+            let Some(filter) = self.filter.as_mut().filter(|_| !self.row_passes) else {
                 self.merge.next_into(&mut out)?;
                 continue;
             };
@@ -472,6 +477,7 @@ impl RegionScanner {
                     self.leave_row(&row)?;
                     continue;
                 }
+                self.row_passes = !self.filter_transforms && filter.passes_rest_of_row();
             }
             let mut cells = self.read_row(&row)?;
             self.leave_row(&row)?;

@@ -179,6 +179,28 @@ fn prefix_filter_seeks_to_its_rows_and_ends_the_scan_after_them() {
         .expect("scanner");
     assert_eq!(scanner.by_ref().count(), 10);
     assert!(scanner.cells_read() <= 12, "{}", scanner.cells_read());
+
+    // A row with the prefix skips the per-cell filter calls (`passes_rest_of_row`), alone and
+    // in a list whose every filter passes the row; a list with one that does not still decides
+    // each cell.
+    let (_d, _s, t) = table(WIDE);
+    assert_eq!(scan(&t, "PrefixFilter('r2')"), ["r2 cf:a=5 cf:b=6"]);
+    assert_eq!(
+        scan(&t, "PrefixFilter('r') AND PrefixFilter('r2')"),
+        ["r2 cf:a=5 cf:b=6"]
+    );
+    assert_eq!(
+        scan(&t, "PrefixFilter('r2') AND ValueFilter(=, 'binary:6')"),
+        ["r2 cf:b=6"]
+    );
+    assert_eq!(
+        scan(&t, "PrefixFilter('r2') OR ValueFilter(=, 'binary:1')"),
+        ["r1 cf:a=1", "r2 cf:a=5 cf:b=6"]
+    );
+    assert_eq!(
+        scan(&t, "PrefixFilter('r1') OR PrefixFilter('r2')"),
+        ["r1 cf:a=1 cf:b=2 cf:c=3 cf:d=4", "r2 cf:a=5 cf:b=6"]
+    );
 }
 
 #[test]

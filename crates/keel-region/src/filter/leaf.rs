@@ -196,6 +196,11 @@ impl Active for Prefix {
         false
     }
 
+    fn passes_rest_of_row(&self) -> bool {
+        // A row with the prefix (a hint is only ever given for a row without it).
+        !self.passed && !self.drop_row
+    }
+
     fn filter_row(&mut self) -> bool {
         self.drop_row
     }

@@ -174,6 +174,12 @@ impl Active for List {
         !self.transformers.is_empty()
     }
 
+    /// AND and OR alike include a cell that every filter includes, and each filter that
+    /// passes the row minds nothing of being asked or not.
+    fn passes_rest_of_row(&self) -> bool {
+        !self.filters.is_empty() && self.filters.iter().all(|f| f.passes_rest_of_row())
+    }
+
     fn filter_row_cells(&mut self, cells: &mut Vec<Cell>) {
         for f in &mut self.filters {
             f.filter_row_cells(cells);

@@ -41,6 +41,15 @@ pub(crate) trait Active: Send + std::fmt::Debug {
         false
     }
 
+    /// Whether, after `filter_row_key` let the current row through, `filter_cell` will answer
+    /// `Include` to every cell of the row, changing nothing, and `filter_all_remaining` keep its
+    /// answer until the next row: `PrefixFilter` on a row with its prefix. The scanner then
+    /// reads the row as an unfiltered scan does (`filter_row_cells`, `filter_row` and `reset`
+    /// still run at its end).
+    fn passes_rest_of_row(&self) -> bool {
+        false
+    }
+
     /// Whether `filter_row_cells` / `filter_row` decide on whole rows: fixed for the filter's
     /// life (a scanner asks once).
     fn has_filter_row(&self) -> bool {
