@@ -23,7 +23,10 @@ use crate::scan::Scan;
 /// Its filter runs inside: per row `filter_row_key`, per cell (after the matcher) `filter_cell`,
 /// whose step becomes a seek — past the column, past the family's rest of the row, or to the
 /// filter's hint — then `transform`, `filter_row_cells` and `filter_row` on the row, `reset`,
-/// and `filter_all_remaining` to end the scan early.
+/// and `filter_all_remaining` to end the scan early. Two answers a filter can give ahead are
+/// taken without asking per cell: a row it will pass whole (`Active::passes_rest_of_row`) is
+/// read as an unfiltered scan reads it, and after a cell it includes, a row it will drop the
+/// rest of (`Active::drops_rest_of_row`) is left at once.
 pub struct RegionScanner {
     merge: MergeScanner<'static>,
     matcher: Matcher<'static>,
