@@ -137,14 +137,20 @@ const BENCHES: &[Suite] = &[
 const PLOTS: &[&str] = &["rpc"];
 
 /// `cargo xtask miri`: the crates with `unsafe` code, whose unit tests Miri interprets.
-pub(crate) const MIRI_PACKAGES: &[&str] = &["keel-bufpool", "keel-blockcache", "keel-sync"];
+pub(crate) const MIRI_PACKAGES: &[&str] = &[
+    "keel-bufpool",
+    "keel-blockcache",
+    "keel-memstore",
+    "keel-sync",
+];
 
 /// Unit tests Miri runs per package (all when absent): keel-blockcache's only `unsafe` is the
 /// memory-mapped area, which Miri cannot run, so it checks the area's heap twin and the word
 /// copies both share, rather than interpreting every threaded cache test for minutes;
-/// keel-sync's only `unsafe` is the prefetch hint.
+/// keel-memstore's is the arena skip list; keel-sync's only `unsafe` is the prefetch hint.
 const MIRI_FILTERS: &[(&str, &str)] = &[
     ("keel-blockcache", "bucket::area"),
+    ("keel-memstore", "skiplist::"),
     ("keel-sync", "prefetch"),
 ];
 

@@ -1,7 +1,7 @@
 //! Keel's memstore: where acknowledged writes live until a flush writes them to a store file.
 //!
 //! A [`MemStore`] is HBase's `DefaultMemStore`: an active segment, a concurrent skiplist of cells
-//! in CellComparator order (crossbeam-skiplist), that many writers and readers use at once, and
+//! in CellComparator order (an arena skip list of Keel's own), that many writers and readers use at once, and
 //! at most one pending [`Snapshot`] that a flush writes out and then clears.
 //!
 //! - [`MemStore::add`] takes cells with their sequence ids; [`MemStore::scanner`] and
@@ -53,6 +53,7 @@ mod options;
 mod row_filter;
 mod scanner;
 mod segment;
+mod skiplist;
 mod visit;
 
 #[cfg(test)]

@@ -61,9 +61,8 @@ pub struct MemStoreScanner {
 /// One segment and where a scanner's reading of it stands.
 #[derive(Debug)]
 enum Head {
-    /// A skip list: cells fetched in a batch and not yet returned (its entries can be read
-    /// only under an epoch guard, so a batch is copied out under one), and whether the list
-    /// may hold more.
+    /// A skip list: cells fetched in a batch and not yet returned, and whether the list may
+    /// hold more.
     Batch {
         list: Arc<Segment>,
         cells: VecDeque<Cell>,

@@ -1,24 +1,25 @@
 //! A segment: one concurrent skiplist of cells plus its size accounting and MSLAB.
 
 use std::collections::VecDeque;
-use std::mem::size_of;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use bytes::Bytes;
-use crossbeam_epoch::{self as epoch, Guard};
-use crossbeam_skiplist::base::{Entry, SkipList};
 use keel_cell::{Cell, CellKey};
 
 use crate::chunk::{ChunkPool, Mslab};
 use crate::flat::FlatSegment;
 use crate::row_filter::{RowFilter, row_hash};
+use crate::skiplist::{self, SkipList};
 
-/// Estimated heap bytes per stored cell beyond its data: the key (whose handle holds the value
-/// too) and the value's length, plus the skiplist node's header and average tower (HBase
-/// counts a fixed per-cell overhead likewise).
-pub const CELL_OVERHEAD_BYTES: u64 = (size_of::<MemKey>() + size_of::<u64>() + 48) as u64;
+/// A cell's node in a segment's skip list, borrowed for as long as the segment.
+pub(crate) type Entry<'a> = skiplist::Entry<'a, MemKey>;
+
+/// Estimated heap bytes per stored cell beyond its data: the skip list's node in its arena (the
+/// key, whose handle holds the value too, the value's length and a mark) and its average tower
+/// of 4/3 pointers (HBase counts a fixed per-cell overhead likewise).
+pub const CELL_OVERHEAD_BYTES: u64 = (skiplist::node_header_bytes::<MemKey>() + 11) as u64;
 
 /// Sizes of a segment (or of the whole memstore): what the region's flush decisions read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,20 +96,21 @@ impl SizeCounters {
         }
     }
 
-    fn record(&self, key: &CellKey, data_bytes: u64) {
+    fn record(&self, key: &SegmentSize) {
+        let data_bytes = key.data_bytes;
         self.data_bytes.fetch_add(data_bytes, Ordering::Relaxed);
         self.cell_count.fetch_add(1, Ordering::Relaxed);
         // Look before writing: the bounds rarely move, and a load leaves the line shared.
-        let timestamp = key.timestamp();
+        let timestamp = key.min_timestamp;
         if timestamp < self.min_timestamp.load(Ordering::Relaxed) {
             self.min_timestamp.fetch_min(timestamp, Ordering::Relaxed);
         }
         if timestamp > self.max_timestamp.load(Ordering::Relaxed) {
             self.max_timestamp.fetch_max(timestamp, Ordering::Relaxed);
         }
-        if key.sequence_id() < self.min_sequence_id.load(Ordering::Relaxed) {
+        if key.min_sequence_id < self.min_sequence_id.load(Ordering::Relaxed) {
             self.min_sequence_id
-                .fetch_min(key.sequence_id(), Ordering::Relaxed);
+                .fetch_min(key.min_sequence_id, Ordering::Relaxed);
         }
     }
 
@@ -157,16 +159,14 @@ impl SizeCounters {
 /// Cells in CellComparator order. Keys include the sequence id, so every version of a column is
 /// its own entry; adding an identical key again replaces the value (HBase's upsert case).
 ///
-/// The skiplist is crossbeam's base list rather than its `SkipMap`: a reader pins the epoch once
-/// and walks entries borrowed under that guard. A `SkipMap` entry holds a reference count on
-/// its node, and every step along the list pinned the epoch twice and counted the next node up
-/// and the last one down: the memstore's part of a scan was mostly that.
+/// The skip list is the crate's own arena list (`skiplist`): inserts allocate no node of their
+/// own, and readers walk entries borrowed from the segment with no guard or reference count.
 #[derive(Debug)]
 pub(crate) struct Segment {
     pub(crate) id: u64,
     /// Each cell as its key ([`Cell::into_key`]: the value lies after the coordinates in the
     /// key's buffer), with its value's length for the size accounting.
-    cells: SkipList<MemKey, u64>,
+    cells: SkipList<MemKey>,
     /// The rows this segment has held a cell of, so a get of another row skips it.
     rows: RowFilter,
     mslab: Option<Mslab>,
@@ -184,7 +184,7 @@ impl Segment {
     pub(crate) fn new(id: u64, mslab: bool, max_copied_cell: usize) -> Segment {
         Segment {
             id,
-            cells: SkipList::new(epoch::default_collector().clone()),
+            cells: SkipList::new(),
             rows: RowFilter::default(),
             mslab: mslab.then(Mslab::new),
             max_copied_cell,
@@ -206,25 +206,14 @@ impl Segment {
         // The copy holds the very bytes of the cell, so `with_storage` accepts it; keeping the
         // original cell is only a fallback that cannot lose data.
         let stored = cell.with_storage(copy).unwrap_or(cell);
-        // One search: insert, replacing an identical key. The closure runs only when the key is
-        // present and notes the value it replaces, so the sizes stay exact even when two adds of
-        // one key race (the skiplist orders them: one inserts, the other replaces).
-        let replaced = std::cell::Cell::new(None);
-        let guard = &epoch::pin();
-        let entry = self.cells.compare_insert(
-            MemKey::new(stored.into_key()),
-            value_len,
-            |old| {
-                replaced.set(Some(*old));
-                true
-            },
-            guard,
-        );
-        match replaced.get() {
-            None => counters.record(entry.key().cell_key(), len as u64),
+        // One search: insert, replacing an identical key (the list orders two adds of one key
+        // that race: one inserts, the other replaces, and the sizes stay exact).
+        let key = stored.into_key();
+        let size = SegmentSize::of_key(&key);
+        match self.cells.insert(MemKey::new(key), value_len) {
+            None => counters.record(&size),
             Some(old_len) => counters.replace_value(old_len, value_len),
         }
-        entry.release(guard);
     }
 
     /// Cells held.
@@ -240,12 +229,9 @@ impl Segment {
     /// Removes the cell stored under exactly `key` (sequence id included); true if there was
     /// one. Its MSLAB bytes stay in their chunk until the segment is dropped.
     pub(crate) fn remove(&self, key: &CellKey, counters: &SizeCounters) -> bool {
-        let guard = &epoch::pin();
-        match self.cells.remove(&MemKey::new(key.clone()), guard) {
-            Some(entry) => {
-                let key = entry.key().cell_key();
-                counters.unrecord((key.coordinates().len() as u64) + *entry.value());
-                entry.release(guard);
+        match self.cells.remove(&MemKey::new(key.clone())) {
+            Some(value_len) => {
+                counters.unrecord((key.coordinates().len() as u64) + value_len);
                 true
             }
             None => false,
@@ -266,8 +252,7 @@ impl Segment {
         // Room for the whole batch at once: a scanner's first batch went into an empty queue
         // that grew (and moved its cells) three times on the way to 16.
         out.reserve(max);
-        let guard = &epoch::pin();
-        let mut entry = visible(self.first_entry(from, guard), read_point);
+        let mut entry = visible(self.first_entry(from), read_point);
         let mut taken = 0;
         while let Some(current) = entry {
             let key = current.key().cell_key();
@@ -283,18 +268,20 @@ impl Segment {
         }
     }
 
-    /// The first entry at `from` (or the segment's first when unbounded), visible or not,
-    /// borrowed under `guard`.
-    pub(crate) fn first_entry<'a: 'g, 'g>(
-        &'a self,
-        from: Bound<&CellKey>,
-        guard: &'g Guard,
-    ) -> Option<Entry<'a, 'g, MemKey, u64>> {
+    /// The first entry at `from` (or the segment's first when unbounded), visible or not.
+    pub(crate) fn first_entry(&self, from: Bound<&CellKey>) -> Option<Entry<'_>> {
         match from {
-            Bound::Unbounded => self.cells.front(guard),
-            bound => {
-                let probe = bound.map(|key| MemKey::new(key.clone()));
-                self.cells.lower_bound(probe.as_ref(), guard)
+            Bound::Unbounded => self.cells.front(),
+            Bound::Included(key) => self.cells.lower_bound(&MemKey::new(key.clone())),
+            Bound::Excluded(key) => {
+                let probe = MemKey::new(key.clone());
+                let mut entry = self.cells.lower_bound(&probe);
+                while let Some(current) = entry
+                    && *current.key() == probe
+                {
+                    entry = current.next();
+                }
+                entry
             }
         }
     }
@@ -302,22 +289,22 @@ impl Segment {
     /// The row of the last cell visible at `read_point` before `row` (strictly; anywhere with
     /// `None`): one skiplist search, then back over entries newer than the read point.
     pub(crate) fn last_row_before(&self, row: Option<&[u8]>, read_point: u64) -> Option<Bytes> {
-        let guard = &epoch::pin();
         let mut entry = match row {
-            None => self.cells.back(guard),
-            Some(row) => self.cells.upper_bound(
-                Bound::Excluded(&MemKey::new(CellKey::first_on_row(Bytes::copy_from_slice(
-                    row,
+            None => self.cells.last_below(None),
+            Some(row) => self
+                .cells
+                .last_below(Some(&MemKey::new(CellKey::first_on_row(
+                    Bytes::copy_from_slice(row),
                 )))),
-                guard,
-            ),
         };
+        // Back one search at a time: the list links forward only (a reverse scan's step to
+        // the previous row is a search in HBase's skip list too).
         while let Some(current) = entry {
             let key = current.key().cell_key();
-            if key.sequence_id() <= read_point {
+            if key.sequence_id() <= read_point && !current.is_removed() {
                 return Some(key.row_bytes());
             }
-            entry = current.prev();
+            entry = self.cells.last_below(Some(current.key()));
         }
         None
     }
@@ -394,13 +381,11 @@ pub(crate) fn prefetch_cell(cell: &Cell) {
     }
 }
 
-/// `entry` or the first entry after it whose sequence id is at most `read_point`.
-pub(crate) fn visible<'a, 'g>(
-    mut entry: Option<Entry<'a, 'g, MemKey, u64>>,
-    read_point: u64,
-) -> Option<Entry<'a, 'g, MemKey, u64>> {
+/// `entry` or the first entry after it whose sequence id is at most `read_point` and that was
+/// not removed (a rollback) or replaced.
+pub(crate) fn visible(mut entry: Option<Entry<'_>>, read_point: u64) -> Option<Entry<'_>> {
     while let Some(current) = entry {
-        if current.key().cell_key().sequence_id() <= read_point {
+        if current.key().cell_key().sequence_id() <= read_point && !current.is_removed() {
             return Some(current);
         }
         entry = current.next();

@@ -7,37 +7,28 @@
 
 use std::ops::{Bound, ControlFlow, RangeBounds};
 
-use crossbeam_epoch::{self as epoch, Guard};
-use crossbeam_skiplist::base::Entry;
 use keel_cell::CellKey;
 
 use crate::flat::FlatSegment;
-use crate::segment::{AnySegment, MemKey, visible};
+use crate::segment::{AnySegment, Entry, visible};
 
 /// Where a visit stands in one segment: a skip-list entry, or an index into a flat array.
-enum Head<'a, 'g> {
-    List(Entry<'a, 'g, MemKey, u64>),
+enum Head<'a> {
+    List(Entry<'a>),
     /// The segment, the index, and the key there with its row prefix.
     Flat(&'a FlatSegment, usize, (u128, &'a CellKey)),
 }
 
-impl<'a, 'g> Head<'a, 'g> {
+impl<'a> Head<'a> {
     /// The first cell of `segment` in `from`, visible at `read_point`.
-    fn first(
-        segment: &'a AnySegment,
-        from: Bound<&CellKey>,
-        read_point: u64,
-        guard: &'g Guard,
-    ) -> Option<Head<'a, 'g>> {
+    fn first(segment: &'a AnySegment, from: Bound<&CellKey>, read_point: u64) -> Option<Head<'a>> {
         match segment {
-            AnySegment::List(list) => {
-                visible(list.first_entry(from, guard), read_point).map(Head::List)
-            }
+            AnySegment::List(list) => visible(list.first_entry(from), read_point).map(Head::List),
             AnySegment::Flat(flat) => Head::flat(flat, flat.first_visible(from, read_point)),
         }
     }
 
-    fn flat(flat: &'a FlatSegment, index: usize) -> Option<Head<'a, 'g>> {
+    fn flat(flat: &'a FlatSegment, index: usize) -> Option<Head<'a>> {
         flat.entry(index)
             .map(|entry| Head::Flat(flat, index, entry))
     }
@@ -51,7 +42,7 @@ impl<'a, 'g> Head<'a, 'g> {
     }
 
     /// The next cell visible at `read_point`.
-    fn next(&self, read_point: u64) -> Option<Head<'a, 'g>> {
+    fn next(&self, read_point: u64) -> Option<Head<'a>> {
         match self {
             Head::List(entry) => visible(entry.next(), read_point).map(Head::List),
             Head::Flat(flat, index, _) => {
@@ -69,12 +60,9 @@ pub(crate) fn visit(
     read_point: u64,
     mut f: impl FnMut(&CellKey, &[u8]) -> ControlFlow<()>,
 ) {
-    // One pin for the whole walk: the entries are borrowed under it. (A flush's walk holds it
-    // for the segment's length, which only delays freeing what is removed meanwhile.)
-    let guard = &epoch::pin();
-    let mut heads: Vec<Option<Head<'_, '_>>> = segments
+    let mut heads: Vec<Option<Head<'_>>> = segments
         .iter()
-        .map(|segment| Head::first(segment, range.start_bound(), read_point, guard))
+        .map(|segment| Head::first(segment, range.start_bound(), read_point))
         .collect();
     loop {
         let mut best: Option<usize> = None;

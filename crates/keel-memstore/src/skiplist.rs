@@ -1,0 +1,559 @@
+//! A concurrent, insert-only skip list whose nodes live in an arena: RocksDB's `InlineSkipList`
+//! shape, for the memstore's segments.
+//!
+//! crossbeam-skiplist allocated one node per cell from the heap (`memstore_allocs_per_insert_mslab`
+//! was 1.0) and freed removed nodes through epochs, which every reader paid for with a pin. A
+//! memstore segment never frees a cell before the segment itself goes, so the list here never
+//! unlinks a node: nodes are bump-allocated from blocks that the list frees all at once when it
+//! is dropped, and a reader needs no guard, only a borrow of the list.
+//!
+//! - **Insert** (lock-free, many writers): search for each level's neighbours, then link the
+//!   node bottom level first with a compare-and-swap per level, searching again from the left
+//!   neighbour at that level when the CAS loses a race. A node linked at level `l` is already in
+//!   every level below it, so a reader descending the levels never misses it.
+//! - **Identical keys** (rare: one write naming one cell twice, or a replay): the new node goes
+//!   in at the bottom level right after every node with its key, and the one it replaces is
+//!   then marked removed. Those replacements, and [`SkipList::remove`], take one mutex; a first
+//!   insert racing a replacement of the same key finds the key at its bottom-level CAS and
+//!   becomes a replacement itself. So exactly one node per key is live once the writers return
+//!   (a reader walking meanwhile may meet both the old and the new node once).
+//! - **Removal** marks a node; walks skip marked nodes ([`Entry::is_removed`]). The node stays
+//!   linked, and its key is dropped with the list.
+
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::cmp::Ordering as CmpOrdering;
+use std::marker::PhantomData;
+use std::mem::{align_of, offset_of, size_of};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+
+use keel_sync::Mutex;
+
+/// Levels at most. With a quarter of the nodes reaching each next level (below), twelve levels
+/// keep searches logarithmic to 4^12 (16 M) nodes; a segment holds around a million.
+pub(crate) const MAX_HEIGHT: usize = 12;
+
+/// The first block of a list's arena; blocks double up to [`MAX_BLOCK`], so a small memstore
+/// (one of many regions, or a test) holds little and a large one allocates rarely.
+const FIRST_BLOCK: usize = 4 << 10;
+/// The largest arena block.
+const MAX_BLOCK: usize = 256 << 10;
+
+/// A node: the key, the value, the removal mark, the height, then `height` next pointers
+/// (the tower) in the arena right after it. The bottom level's pointer follows the key, so a
+/// walk along the bottom reads one cache line or two per node.
+#[repr(C)]
+struct Node<K> {
+    key: K,
+    value: u64,
+    removed: AtomicBool,
+    height: u8,
+    tower: [AtomicPtr<Node<K>>; 0],
+}
+
+/// Bytes of a node before its tower: what each key costs in the arena beyond its tower.
+pub(crate) const fn node_header_bytes<K>() -> usize {
+    offset_of!(Node<K>, tower)
+}
+
+/// Where a search stands: before the list's first node (the head) or after a node.
+type Link<K> = Option<NonNull<Node<K>>>;
+
+/// Sorted keys, each with a `u64` value; see the module doc.
+pub(crate) struct SkipList<K> {
+    head: [AtomicPtr<Node<K>>; MAX_HEIGHT],
+    /// Levels in use (at least 1).
+    height: AtomicUsize,
+    /// Live (not removed) nodes.
+    len: AtomicUsize,
+    arena: Mutex<Arena>,
+    /// Taken by replacements and removals (see the module doc).
+    replacing: Mutex<()>,
+}
+
+// SAFETY: the list owns its keys (dropped with it) and shares them only as `&K` through
+// `Entry`, so it may move to and be shared with other threads when `K` may; everything written
+// after a node is published (its tower, its mark) is atomic, and the arena is behind a mutex.
+unsafe impl<K: Send + Sync> Send for SkipList<K> {}
+// SAFETY: as above.
+unsafe impl<K: Send + Sync> Sync for SkipList<K> {}
+
+impl<K> std::fmt::Debug for SkipList<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkipList")
+            .field("len", &self.len.load(Ordering::Relaxed))
+            .field("height", &self.height.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// A node of a list, borrowed for as long as the list is.
+pub(crate) struct Entry<'a, K> {
+    node: NonNull<Node<K>>,
+    list: PhantomData<&'a SkipList<K>>,
+}
+
+impl<K> Clone for Entry<'_, K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for Entry<'_, K> {}
+
+impl<K> std::fmt::Debug for Entry<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("value", &self.value())
+            .finish()
+    }
+}
+
+impl<'a, K> Entry<'a, K> {
+    fn new(node: NonNull<Node<K>>) -> Entry<'a, K> {
+        Entry {
+            node,
+            list: PhantomData,
+        }
+    }
+
+    /// The node's key.
+    #[inline]
+    pub(crate) fn key(&self) -> &'a K {
+        // SAFETY: a published node's key is initialized, never written again, and dropped only
+        // when the list is, which outlives `'a`.
+        unsafe { &(*self.node.as_ptr()).key }
+    }
+
+    /// The value stored with the key.
+    #[inline]
+    pub(crate) fn value(&self) -> u64 {
+        // SAFETY: as for `key`.
+        unsafe { (*self.node.as_ptr()).value }
+    }
+
+    /// Whether the node was removed or replaced.
+    #[inline]
+    pub(crate) fn is_removed(&self) -> bool {
+        // SAFETY: as for `key`; the mark is atomic.
+        unsafe { (*self.node.as_ptr()).removed.load(Ordering::Acquire) }
+    }
+
+    /// The next node along the bottom level, removed or not.
+    #[inline]
+    pub(crate) fn next(&self) -> Option<Entry<'a, K>> {
+        // SAFETY: every published node has its level 0 pointer, and it points at a published
+        // node or is null.
+        let next = unsafe { next(self.node, 0) };
+        NonNull::new(next).map(Entry::new)
+    }
+}
+
+/// The address of `node`'s level `level` pointer.
+///
+/// # Safety
+/// `node` is a node of a list (from its arena, fully initialized), and `level < node.height`.
+#[inline]
+unsafe fn tower<K>(node: NonNull<Node<K>>, level: usize) -> *const AtomicPtr<Node<K>> {
+    // SAFETY: the node was allocated with room for `height` pointers after the `tower` field
+    // (see `SkipList::new_node`), and the pointer keeps the arena block's provenance.
+    unsafe {
+        node.as_ptr()
+            .cast::<u8>()
+            .add(offset_of!(Node<K>, tower))
+            .cast::<AtomicPtr<Node<K>>>()
+            .add(level)
+    }
+}
+
+/// `node`'s successor at `level` (null at the end).
+///
+/// # Safety
+/// As for [`tower`].
+#[inline]
+unsafe fn next<K>(node: NonNull<Node<K>>, level: usize) -> *mut Node<K> {
+    // SAFETY: the caller's promise; the pointer was initialized before the node was published.
+    unsafe { (*tower(node, level)).load(Ordering::Acquire) }
+}
+
+impl<K: Ord> SkipList<K> {
+    /// An empty list.
+    pub(crate) fn new() -> SkipList<K> {
+        SkipList {
+            head: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            height: AtomicUsize::new(1),
+            len: AtomicUsize::new(0),
+            arena: Mutex::new(Arena::default()),
+            replacing: Mutex::new(()),
+        }
+    }
+
+    /// Live keys.
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// The pointer after `link` at `level` (the head's when `link` is `None`).
+    #[inline]
+    fn link_at(&self, link: Link<K>, level: usize) -> &AtomicPtr<Node<K>> {
+        match link {
+            None => &self.head[level],
+            // SAFETY: searches reach a node at `level` only through a pointer at `level`, which
+            // only nodes at least `level + 1` high are linked into.
+            Some(node) => unsafe { &*tower(node, level) },
+        }
+    }
+
+    /// From `from` (which sorts before `key`), the last link at `level` before `key` (at or
+    /// before it, when `or_equal`) and the node after it.
+    #[inline]
+    fn search_level(
+        &self,
+        mut from: Link<K>,
+        level: usize,
+        key: &K,
+        or_equal: bool,
+    ) -> (Link<K>, *mut Node<K>) {
+        loop {
+            let next = self.link_at(from, level).load(Ordering::Acquire);
+            let Some(node) = NonNull::new(next) else {
+                return (from, next);
+            };
+            // SAFETY: a node reached through the list is published and lives as long as it.
+            let order = unsafe { (*node.as_ptr()).key.cmp(key) };
+            match order {
+                CmpOrdering::Less => from = Some(node),
+                CmpOrdering::Equal if or_equal => from = Some(node),
+                _ => return (from, next),
+            }
+        }
+    }
+
+    /// Every level's neighbours of `key`, from the top: the last link before it (at or before
+    /// it, when `or_equal`) and the node after that.
+    fn search(&self, key: &K, or_equal: bool) -> Splice<K> {
+        let mut splice = Splice {
+            prev: [None; MAX_HEIGHT],
+            next: [ptr::null_mut(); MAX_HEIGHT],
+        };
+        let mut from = None;
+        for level in (0..self.height.load(Ordering::Acquire)).rev() {
+            let (prev, next) = self.search_level(from, level, key, or_equal);
+            splice.prev[level] = prev;
+            splice.next[level] = next;
+            from = prev;
+        }
+        splice
+    }
+
+    /// The first node whose key is at least `key`, removed or not.
+    pub(crate) fn lower_bound(&self, key: &K) -> Option<Entry<'_, K>> {
+        let mut from = None;
+        let mut next = ptr::null_mut();
+        for level in (0..self.height.load(Ordering::Acquire)).rev() {
+            (from, next) = self.search_level(from, level, key, false);
+        }
+        NonNull::new(next).map(Entry::new)
+    }
+
+    /// The first node, removed or not.
+    pub(crate) fn front(&self) -> Option<Entry<'_, K>> {
+        NonNull::new(self.head[0].load(Ordering::Acquire)).map(Entry::new)
+    }
+
+    /// The last node whose key is below `key` (the last node when `None`), removed or not.
+    pub(crate) fn last_below(&self, key: Option<&K>) -> Option<Entry<'_, K>> {
+        let mut from: Link<K> = None;
+        for level in (0..self.height.load(Ordering::Acquire)).rev() {
+            from = match key {
+                Some(key) => self.search_level(from, level, key, false).0,
+                None => loop {
+                    match NonNull::new(self.link_at(from, level).load(Ordering::Acquire)) {
+                        Some(node) => from = Some(node),
+                        None => break from,
+                    }
+                },
+            };
+        }
+        from.map(Entry::new)
+    }
+
+    /// Adds `key` with `value`. If a live node holds an identical key, the new node replaces it
+    /// and its value is returned.
+    pub(crate) fn insert(&self, key: K, value: u64) -> Option<u64> {
+        let mut splice = self.search(&key, false);
+        if let Some(next) = NonNull::new(splice.next[0])
+            // SAFETY: a node reached through the list is published.
+            && unsafe { (*next.as_ptr()).key == key }
+        {
+            return self.replace(self.new_node(key, value, 1));
+        }
+        let height = random_height();
+        let node = self.new_node(key, value, height);
+        // SAFETY: `node` is initialized and unpublished; only this thread reads it so far.
+        let key = unsafe { &(*node.as_ptr()).key };
+        let mut current = self.height.load(Ordering::Relaxed);
+        while height > current {
+            match self.height.compare_exchange_weak(
+                current,
+                height,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => current = now,
+            }
+        }
+        for level in 0..height {
+            loop {
+                // SAFETY: `level < height`, the node's own tower.
+                unsafe { (*tower(node, level)).store(splice.next[level], Ordering::Relaxed) };
+                // Release: a reader that follows this pointer sees the node's key, value and
+                // its tower below (stored before).
+                if self
+                    .link_at(splice.prev[level], level)
+                    .compare_exchange(
+                        splice.next[level],
+                        node.as_ptr(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    )
+                    .is_ok()
+                {
+                    break;
+                }
+                // A node went in next to ours: find the neighbours again from the left one,
+                // which still sorts before the key.
+                let (prev, next) = self.search_level(splice.prev[level], level, key, false);
+                if level == 0
+                    && let Some(found) = NonNull::new(next)
+                    // SAFETY: a node reached through the list is published.
+                    && unsafe { (*found.as_ptr()).key == *key }
+                {
+                    // A first insert of the same key won the race: ours, linked nowhere yet,
+                    // replaces it.
+                    return self.replace(node);
+                }
+                splice.prev[level] = prev;
+                splice.next[level] = next;
+            }
+        }
+        self.len.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+
+    /// Links `node` (unlinked) at the bottom level after every node with its key, and marks
+    /// the live one among them removed, returning its value.
+    fn replace(&self, node: NonNull<Node<K>>) -> Option<u64> {
+        let _one_at_a_time = self.replacing.lock();
+        // SAFETY: `node` is initialized and still private to this thread.
+        let key = unsafe { &(*node.as_ptr()).key };
+        let splice = self.search(key, false);
+        let mut live = None;
+        let mut at = NonNull::new(splice.next[0]).map(Entry::<K>::new);
+        while let Some(entry) = at
+            && entry.key() == key
+        {
+            if !entry.is_removed() {
+                live = Some(entry);
+            }
+            at = entry.next();
+        }
+        let mut prev = splice.prev[0];
+        loop {
+            // Past every node with the key: only greater keys can go in meanwhile (an equal
+            // one waits for the mutex), so the node lands right after the last equal one.
+            let (p, next) = self.search_level(prev, 0, key, true);
+            prev = p;
+            // SAFETY: level 0 of the node's own tower.
+            unsafe { (*tower(node, 0)).store(next, Ordering::Relaxed) };
+            if self
+                .link_at(prev, 0)
+                .compare_exchange(next, node.as_ptr(), Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                break;
+            }
+        }
+        match live {
+            Some(old) => {
+                // SAFETY: a published node; the mark is atomic.
+                unsafe { (*old.node.as_ptr()).removed.store(true, Ordering::Release) };
+                Some(old.value())
+            }
+            None => {
+                self.len.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    /// Marks the live node holding exactly `key` removed and returns its value.
+    pub(crate) fn remove(&self, key: &K) -> Option<u64> {
+        let _one_at_a_time = self.replacing.lock();
+        let mut at = self.lower_bound(key);
+        while let Some(entry) = at {
+            if entry.key() != key {
+                return None;
+            }
+            if !entry.is_removed() {
+                // SAFETY: a published node; the mark is atomic.
+                unsafe {
+                    (*entry.node.as_ptr())
+                        .removed
+                        .store(true, Ordering::Release)
+                };
+                self.len.fetch_sub(1, Ordering::Relaxed);
+                return Some(entry.value());
+            }
+            at = entry.next();
+        }
+        None
+    }
+
+    /// A node holding `key` and `value`, `height` levels high, its tower null.
+    fn new_node(&self, key: K, value: u64, height: usize) -> NonNull<Node<K>> {
+        let size = offset_of!(Node<K>, tower) + height * size_of::<AtomicPtr<Node<K>>>();
+        let node = self
+            .arena
+            .lock()
+            .alloc(size, align_of::<Node<K>>())
+            .cast::<Node<K>>();
+        // SAFETY: the arena handed out `size` bytes aligned for a node, for this node alone.
+        unsafe {
+            ptr::write(
+                node.as_ptr(),
+                Node {
+                    key,
+                    value,
+                    removed: AtomicBool::new(false),
+                    height: height as u8,
+                    tower: [],
+                },
+            );
+            for level in 0..height {
+                ptr::write(
+                    tower(node, level).cast_mut(),
+                    AtomicPtr::new(ptr::null_mut()),
+                );
+            }
+        }
+        node
+    }
+}
+
+impl<K> Drop for SkipList<K> {
+    fn drop(&mut self) {
+        // Every node is linked at the bottom level (an insert either links its node or hands
+        // it to `replace`, which does), so the walk drops every key once.
+        let mut at = NonNull::new(*self.head[0].get_mut());
+        while let Some(node) = at {
+            // SAFETY: `&mut self`: no reader is left; the node is initialized, and its level 0
+            // pointer is read before its key is dropped in place.
+            unsafe {
+                at = NonNull::new(next(node, 0));
+                debug_assert!((*node.as_ptr()).height >= 1);
+                ptr::drop_in_place(&raw mut (*node.as_ptr()).key);
+            }
+        }
+        // The arena frees its blocks when it drops, after the keys.
+    }
+}
+
+/// A search's neighbours at every level.
+struct Splice<K> {
+    prev: [Link<K>; MAX_HEIGHT],
+    next: [*mut Node<K>; MAX_HEIGHT],
+}
+
+/// 1 with probability 3/4, 2 with 3/16, and so on: each next level holds a quarter of the
+/// nodes (RocksDB's branching factor 4).
+fn random_height() -> usize {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = const { Cell::new(0) };
+    }
+    let bits = STATE.with(|state| {
+        let mut x = state.get();
+        if x == 0 {
+            // Seeded per thread from the state's address and a counter; any nonzero seed works.
+            static SEEDS: AtomicUsize = AtomicUsize::new(0x9E37_79B9);
+            x = (state as *const Cell<u64> as u64)
+                ^ (SEEDS.fetch_add(0x7F4A_7C15, Ordering::Relaxed) as u64).rotate_left(32)
+                | 1;
+        }
+        // xorshift64
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        state.set(x);
+        x
+    });
+    // Two bits per level: a level is added while both are zero.
+    let extra = (bits.trailing_zeros() / 2) as usize;
+    (1 + extra).min(MAX_HEIGHT)
+}
+
+/// Blocks that nodes are bump-allocated from, freed together.
+#[derive(Debug, Default)]
+struct Arena {
+    /// The free part of the newest block.
+    cursor: usize,
+    end: usize,
+    blocks: Vec<(NonNull<u8>, Layout)>,
+}
+
+// SAFETY: the arena only hands out and frees memory; the blocks are plain bytes.
+unsafe impl Send for Arena {}
+
+impl Arena {
+    /// `size` bytes aligned to `align` (at most 16), never handed out again.
+    fn alloc(&mut self, size: usize, align: usize) -> NonNull<u8> {
+        debug_assert!(align <= 16 && size <= FIRST_BLOCK);
+        let start = self.cursor.next_multiple_of(align);
+        if self.blocks.is_empty() || start + size > self.end {
+            let block_size = match self.blocks.last() {
+                None => FIRST_BLOCK,
+                Some((_, layout)) => (layout.size() * 2).min(MAX_BLOCK),
+            };
+            let layout = match Layout::from_size_align(block_size, 16) {
+                Ok(layout) => layout,
+                Err(_) => unreachable!("a block is a few KiB, aligned to 16"),
+            };
+            // SAFETY: the layout's size is not zero.
+            let block = unsafe { alloc(layout) };
+            let Some(block) = NonNull::new(block) else {
+                handle_alloc_error(layout)
+            };
+            self.blocks.push((block, layout));
+            self.cursor = block.as_ptr() as usize;
+            self.end = self.cursor + block_size;
+            return self.alloc(size, align);
+        }
+        self.cursor = start + size;
+        let (block, layout) = self.blocks[self.blocks.len() - 1];
+        let offset = start - block.as_ptr() as usize;
+        debug_assert!(offset + size <= layout.size());
+        // SAFETY: `offset + size` lies within the block (checked above), so the pointer keeps
+        // the block's provenance and stays in bounds.
+        unsafe { block.add(offset) }
+    }
+
+    /// Bytes allocated in blocks, for tests.
+    #[cfg(test)]
+    fn block_bytes(&self) -> usize {
+        self.blocks.iter().map(|(_, layout)| layout.size()).sum()
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        for (block, layout) in self.blocks.drain(..) {
+            // SAFETY: allocated by `alloc` with this layout, freed once.
+            unsafe { dealloc(block.as_ptr(), layout) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

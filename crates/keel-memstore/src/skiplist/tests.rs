@@ -1,0 +1,256 @@
+//! The arena skip list against a `BTreeMap`, alone and under concurrent writers.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use proptest::prelude::*;
+
+use super::{Entry, SkipList};
+
+/// The live entries, in order, as the memstore's walks see them.
+fn live(list: &SkipList<u32>) -> Vec<(u32, u64)> {
+    let mut out = Vec::new();
+    let mut at = list.front();
+    while let Some(entry) = at {
+        if !entry.is_removed() {
+            out.push((*entry.key(), entry.value()));
+        }
+        at = entry.next();
+    }
+    out
+}
+
+fn first_live<K>(mut at: Option<Entry<'_, K>>) -> Option<Entry<'_, K>> {
+    while let Some(entry) = at {
+        if !entry.is_removed() {
+            return Some(entry);
+        }
+        at = entry.next();
+    }
+    None
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(u32, u64),
+    Remove(u32),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0u32..64, any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
+        1 => (0u32..64).prop_map(Op::Remove),
+    ]
+}
+
+proptest! {
+    // Miri interprets every case hundreds of times slower: a few cases still walk each path.
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
+
+    #[test]
+    fn matches_a_btreemap(ops in prop::collection::vec(op(), 0..300), probe in 0u32..70) {
+        let list = SkipList::new();
+        let mut oracle = BTreeMap::new();
+        for op in ops {
+            match op {
+                Op::Insert(k, v) => prop_assert_eq!(list.insert(k, v), oracle.insert(k, v)),
+                Op::Remove(k) => prop_assert_eq!(list.remove(&k), oracle.remove(&k)),
+            }
+            prop_assert_eq!(list.len(), oracle.len());
+        }
+        let expected: Vec<(u32, u64)> = oracle.iter().map(|(k, v)| (*k, *v)).collect();
+        prop_assert_eq!(live(&list), expected);
+        let at = first_live(list.lower_bound(&probe)).map(|e| (*e.key(), e.value()));
+        prop_assert_eq!(at, oracle.range(probe..).next().map(|(k, v)| (*k, *v)));
+        // The last node below the probe, removed or not: its key is below, and no live key
+        // lies between it and the probe.
+        let below = list.last_below(Some(&probe)).map(|e| *e.key());
+        if let Some(below) = below {
+            prop_assert!(below < probe);
+            prop_assert!(oracle.range(below + 1..probe).next().is_none());
+        } else {
+            prop_assert!(oracle.range(..probe).next().is_none());
+        }
+        let last = list.last_below(None).map(|e| *e.key());
+        prop_assert!(last >= oracle.keys().next_back().copied());
+    }
+}
+
+#[test]
+fn a_replacement_hides_the_old_node_and_keeps_the_count() {
+    let list = SkipList::new();
+    assert_eq!(list.insert(5, 1), None);
+    assert_eq!(list.insert(3, 0), None);
+    assert_eq!(list.insert(5, 2), Some(1));
+    assert_eq!(list.insert(5, 3), Some(2));
+    assert_eq!(list.len(), 2);
+    assert_eq!(live(&list), vec![(3, 0), (5, 3)]);
+    assert_eq!(list.remove(&5), Some(3));
+    assert_eq!(list.remove(&5), None, "already removed");
+    assert_eq!(list.insert(5, 4), None, "a removed key counts as absent");
+    assert_eq!(live(&list), vec![(3, 0), (5, 4)]);
+    assert_eq!(list.len(), 2);
+}
+
+#[test]
+fn searches_on_an_empty_list_find_nothing() {
+    let list = SkipList::<u32>::new();
+    assert!(list.front().is_none());
+    assert!(list.lower_bound(&0).is_none());
+    assert!(list.last_below(None).is_none());
+    assert!(list.last_below(Some(&7)).is_none());
+    assert_eq!(list.len(), 0);
+}
+
+/// A key that counts its drops.
+#[derive(Debug)]
+struct Counted(u32, Arc<AtomicUsize>);
+
+impl PartialEq for Counted {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for Counted {}
+impl PartialOrd for Counted {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Counted {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[test]
+fn every_key_is_dropped_once_with_the_list_and_no_sooner() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let list = SkipList::new();
+    for k in [9, 2, 7, 2, 4, 9, 9] {
+        list.insert(Counted(k, drops.clone()), 0);
+    }
+    list.remove(&Counted(4, drops.clone()));
+    // The probe given to `remove` was dropped by the call; nothing the list holds was.
+    assert_eq!(drops.load(Ordering::Relaxed), 1);
+    drop(list);
+    assert_eq!(drops.load(Ordering::Relaxed), 1 + 7);
+}
+
+#[test]
+fn the_arena_grows_by_doubling_blocks() {
+    let list = SkipList::new();
+    for k in 0..2_000u32 {
+        list.insert(k, u64::from(k));
+    }
+    let blocks = list.arena.lock().blocks.len();
+    let bytes = list.arena.lock().block_bytes();
+    // 2 000 nodes of 40 bytes and up fill some 100 KiB: a handful of blocks, not thousands.
+    assert!((3..=10).contains(&blocks), "{blocks} blocks");
+    assert!(bytes < 1 << 20, "{bytes} bytes");
+    assert_eq!(live(&list).len(), 2_000);
+}
+
+/// Writers insert overlapping keys (each thread its own values, so the survivor of a key is
+/// one thread's last write of it) while a reader checks that every walk is sorted.
+#[test]
+fn concurrent_writers_leave_one_live_node_per_key_in_order() {
+    let threads: u64 = if cfg!(miri) { 2 } else { 4 };
+    let per_thread: u32 = if cfg!(miri) { 40 } else { 20_000 };
+    let keys = per_thread / 2;
+    for round in 0..if cfg!(miri) { 1 } else { 5 } {
+        let list = Arc::new(SkipList::<u32>::new());
+        let done = Arc::new(AtomicUsize::new(0));
+        let reader = {
+            let (list, done) = (list.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut walks = 0;
+                while done.load(Ordering::Acquire) < threads as usize || walks == 0 {
+                    let mut previous = None;
+                    let mut at = list.front();
+                    while let Some(entry) = at {
+                        assert!(previous <= Some(*entry.key()), "walk out of order");
+                        previous = Some(*entry.key());
+                        at = entry.next();
+                    }
+                    walks += 1;
+                }
+            })
+        };
+        let writers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (list, done) = (list.clone(), done.clone());
+                std::thread::spawn(move || {
+                    for i in 0..per_thread {
+                        // Keys collide across threads and within one.
+                        let key = (i.wrapping_mul(2_654_435_761) ^ round) % keys;
+                        list.insert(key, t);
+                    }
+                    done.fetch_add(1, Ordering::Release);
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().expect("writer");
+        }
+        reader.join().expect("reader");
+        let entries = live(&list);
+        assert_eq!(entries.len(), list.len());
+        assert!(
+            entries.windows(2).all(|w| w[0].0 < w[1].0),
+            "one live node per key"
+        );
+        let distinct: std::collections::BTreeSet<u32> = (0..per_thread)
+            .map(|i| (i.wrapping_mul(2_654_435_761) ^ round) % keys)
+            .collect();
+        assert_eq!(entries.len(), distinct.len());
+        assert!(entries.iter().all(|(_, v)| *v < threads));
+        for (key, _) in &entries {
+            let found = first_live(list.lower_bound(key)).map(|e| *e.key());
+            assert_eq!(found, Some(*key), "searches find every key");
+        }
+    }
+}
+
+/// Threads insert the same keys in the same order from one start, so first inserts of a key
+/// race each other (the case where the loser must become a replacement).
+#[test]
+fn racing_first_inserts_of_one_key_leave_one_live_node() {
+    let threads = if cfg!(miri) { 2 } else { 4 };
+    let keys: u32 = if cfg!(miri) { 30 } else { 50_000 };
+    let list = Arc::new(SkipList::<u32>::new());
+    let start = Arc::new(std::sync::Barrier::new(threads));
+    let writers: Vec<_> = (0..threads as u64)
+        .map(|t| {
+            let (list, start) = (list.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                let mut replaced = 0;
+                for key in 0..keys {
+                    replaced +=
+                        usize::from(list.insert(key.wrapping_mul(2_654_435_761), t).is_some());
+                }
+                replaced
+            })
+        })
+        .collect();
+    let replaced: usize = writers.into_iter().map(|w| w.join().expect("writer")).sum();
+    let entries = live(&list);
+    assert!(
+        entries.windows(2).all(|w| w[0].0 < w[1].0),
+        "one live node per key"
+    );
+    assert_eq!(entries.len(), keys as usize);
+    assert_eq!(list.len(), keys as usize);
+    assert_eq!(
+        replaced,
+        (threads - 1) * keys as usize,
+        "every insert but one per key replaced"
+    );
+}
