@@ -11,7 +11,7 @@ use keel_sync::{Mutex, RwLock};
 use crate::chunk::ChunkPool;
 use crate::flat::FlatSegment;
 use crate::options::MemStoreOptions;
-use crate::scanner::{FIRST_BATCH, MemStoreScanner};
+use crate::scanner::MemStoreScanner;
 use crate::segment::{AnySegment, Segment, SegmentSize, SizeCounters};
 
 /// Chunks a memstore's own pool keeps when none is shared in ([`MemStore::new`]): 64 × 2 MiB.
@@ -84,7 +84,7 @@ impl Snapshot {
 
     /// Every cell of the snapshot in order, whatever its sequence id: what a flush writes.
     pub fn scanner(&self) -> MemStoreScanner {
-        MemStoreScanner::new(self.segments.clone(), .., u64::MAX, FIRST_BATCH)
+        MemStoreScanner::new(self.segments.clone(), .., u64::MAX)
     }
 }
 
@@ -204,7 +204,7 @@ impl MemStore {
     /// snapshot merged.
     pub fn scanner(&self, range: impl RangeBounds<CellKey>, read_point: u64) -> MemStoreScanner {
         let segments = self.segments.read().all().collect();
-        MemStoreScanner::new(segments, range, read_point, FIRST_BATCH)
+        MemStoreScanner::new(segments, range, read_point)
     }
 
     /// The cells of `row` visible at `read_point` (a get): [`MemStore::scanner`] over the row's
@@ -212,20 +212,6 @@ impl MemStore {
     /// that lives only in store files costs a hash and a few loads instead of a skip-list search
     /// per segment. Its seeks must stay within the row.
     pub fn row_scanner(&self, row: &Bytes, read_point: u64) -> MemStoreScanner {
-        self.row_scanner_wanting(row, read_point, FIRST_BATCH)
-    }
-
-    /// [`MemStore::row_scanner`] for a get that wants about `wanted` cells of the row (its
-    /// columns × versions, and a delete marker): each search after a seek copies out that many
-    /// (1 to 16) instead of 16. A counter incremented thousands of times since the last flush
-    /// holds as many versions, of which an increment's read wants one. Only a hint: the scanner
-    /// fetches more as it is read.
-    pub fn row_scanner_wanting(
-        &self,
-        row: &Bytes,
-        read_point: u64,
-        wanted: usize,
-    ) -> MemStoreScanner {
         let hash = crate::row_filter::row_hash(row);
         let segments = self
             .segments
@@ -237,7 +223,6 @@ impl MemStore {
             segments,
             CellKey::first_on_row(row.clone())..=CellKey::last_on_row(row.clone()),
             read_point,
-            wanted,
         )
     }
 

@@ -1,6 +1,5 @@
 //! A scanner merging the active segment and the pending snapshot at one read point.
 
-use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
 
 use keel_cell::{Cell, CellKey};
@@ -10,17 +9,16 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::flat::FlatSegment;
-use crate::segment::{AnySegment, Segment, prefetch_cell};
+use crate::segment::{AnySegment, Entry, MemKey, Segment, prefetch_cell, visible};
+use crate::skiplist::Detached;
 
-/// Cells fetched from a segment by the first search after a seek: small, so a get or a short
-/// scan copies out little more than it returns.
-pub(crate) const FIRST_BATCH: usize = 16;
+/// How many cells ahead of a flat segment's reading their bytes are asked for.
+const PREFETCH_AHEAD: usize = 4;
 
-/// The batch doubles with each refill up to this, so a long scan pays few searches.
-const MAX_BATCH: usize = 256;
-
-/// The least a search after a reseek fetches.
-const MIN_RESEEK_BATCH: usize = 2;
+/// How many nodes a skip list's reseek steps along the bottom level before it searches from the
+/// top instead: a get skipping a column's few older versions lands within them, and a step
+/// past many (a hot column's) is a cache miss each, where the search's first levels are cached.
+const RESEEK_STEPS: usize = 3;
 
 /// Cells of a memstore in CellComparator order, hiding every cell whose sequence id is above the
 /// read point. Raw cells: delete markers and every version are returned; the region applies
@@ -29,24 +27,15 @@ const MIN_RESEEK_BATCH: usize = 2;
 /// [`Iterator::next`]).
 ///
 /// The scanner holds its segments, so a snapshot cleared meanwhile stays readable through it.
-/// It reads each skip list in batches (16 cells after a seek, or fewer for a get that wants
-/// fewer, doubling to 256; one skiplist search per batch), and each flat segment in place,
-/// through an index into its array (see `Head`). Every
-/// cell at or below the read point is in the segment before the read point covers it (the
-/// region publishes a read point only after the write is applied), so batching never hides a
-/// visible cell.
+/// It reads every segment in place (see `Head`): `peek` borrows the stored cell and only a cell
+/// taken is cloned. Every cell at or below the read point is in the segment before the read
+/// point covers it (the region publishes a read point only after the write is applied), so a
+/// reading never misses a visible cell.
 #[derive(Debug)]
 pub struct MemStoreScanner {
     /// Per segment, newest first (on equal keys the newer segment's cell wins), where its
     /// reading stands.
     heads: Vec<Head>,
-    /// Cells the next refill of a skip list's batch fetches.
-    batch: usize,
-    /// Cells the first search after a seek fetches.
-    first_batch: usize,
-    /// Cells a skip list's search after a reseek fetches: from `first_batch`, halved while
-    /// reseeks drop most of what was fetched (see [`MemStoreScanner::reseek`]).
-    reseek_batch: usize,
     end: Bound<CellKey>,
     read_point: u64,
     /// The key `new` positioned at, until anything moves the scanner: a seek to it (the
@@ -61,28 +50,24 @@ pub struct MemStoreScanner {
 /// One segment and where a scanner's reading of it stands.
 #[derive(Debug)]
 enum Head {
-    /// A skip list: cells fetched in a batch and not yet returned, and whether the list may
-    /// hold more.
-    Batch {
+    /// A skip list, read in place: the node of its next cell visible at the read point (`None`
+    /// at the end). Batches of cloned cells, as before, counted a reference on each cell's
+    /// chunk (an atomic that every reader of the row shares) for cells a get or a reseek never
+    /// took.
+    Walk {
         list: Arc<Segment>,
-        cells: VecDeque<Cell>,
-        more: bool,
+        at: Option<Detached<MemKey>>,
     },
     /// A flat segment: the index of its next cell visible at the read point (its length at
     /// the end). The array never changes, so the cell is read in place and cloned only when
-    /// taken: copying a batch of cells out counted a reference on each one's chunk (a cache
-    /// miss apiece), for cells a short scan mostly never took.
+    /// taken.
     At { flat: Arc<FlatSegment>, at: usize },
 }
 
 impl Head {
     fn new(segment: AnySegment) -> Head {
         match segment {
-            AnySegment::List(list) => Head::Batch {
-                list,
-                cells: VecDeque::new(),
-                more: true,
-            },
+            AnySegment::List(list) => Head::Walk { list, at: None },
             AnySegment::Flat(flat) => Head::At {
                 at: flat.len(),
                 flat,
@@ -94,24 +79,23 @@ impl Head {
     #[inline]
     fn front(&self) -> Option<&Cell> {
         match self {
-            Head::Batch { cells, .. } => cells.front(),
+            Head::Walk { list, at, .. } => {
+                let at = (*at)?;
+                // SAFETY: `at` was detached from an entry of this list, which `list` keeps
+                // alive (a list frees its nodes only when it drops).
+                Some(unsafe { at.attach(list.cells()) }.key().cell())
+            }
             Head::At { flat, at } => flat.cell(*at),
         }
     }
 
-    /// Moves to the first cell from `from` (`batch` of a skip list's fetched).
-    fn position(
-        &mut self,
-        from: Bound<&CellKey>,
-        end: Bound<&CellKey>,
-        read_point: u64,
-        batch: usize,
-    ) {
+    /// Moves to the first cell from `from`.
+    fn position(&mut self, from: Bound<&CellKey>, read_point: u64) {
         match self {
-            Head::Batch { list, cells, more } => {
-                cells.clear();
-                list.fill(from, end, read_point, batch, cells);
-                *more = cells.len() == batch;
+            Head::Walk { list, at } => {
+                let first = visible(list.first_entry(from), read_point);
+                *at = first.map(Entry::detach);
+                prefetch_landing(first);
             }
             Head::At { flat, at } => {
                 *at = flat.first_visible(from, read_point);
@@ -120,28 +104,34 @@ impl Head {
         }
     }
 
-    /// Moves forward to the first cell at or after `key`, never back; a skip list searches
-    /// again (fetching `batch` cells) only if what it fetched runs out before `key`.
-    /// Returns how many fetched cells it dropped unread.
-    fn reseek(
-        &mut self,
-        key: &CellKey,
-        end: Bound<&CellKey>,
-        read_point: u64,
-        batch: usize,
-    ) -> usize {
+    /// Moves forward to the first cell at or after `key`, never back: a skip list steps along
+    /// its bottom level (up to [`RESEEK_STEPS`] nodes) before it searches from the top.
+    fn reseek(&mut self, key: &CellKey, read_point: u64) {
         match self {
-            Head::Batch { list, cells, more } => {
-                let mut dropped = 0;
-                while cells.front().is_some_and(|cell| cell.key() < key) {
-                    cells.pop_front();
-                    dropped += 1;
+            Head::Walk { list, at } => {
+                let cells = list.cells();
+                // SAFETY: as in `front`.
+                let Some(current) = at.map(|at| unsafe { at.attach(cells) }) else {
+                    return;
+                };
+                if current.key().cell_key() >= key {
+                    return;
                 }
-                if cells.is_empty() && *more {
-                    list.fill(Bound::Included(key), end, read_point, batch, cells);
-                    *more = cells.len() == batch;
+                let mut landed = None;
+                let mut entry = current;
+                for _ in 0..RESEEK_STEPS {
+                    match entry.next() {
+                        Some(next) if next.key().cell_key() < key => entry = next,
+                        reached => {
+                            landed = Some(reached);
+                            break;
+                        }
+                    }
                 }
-                dropped
+                let landed = landed.unwrap_or_else(|| list.first_entry(Bound::Included(key)));
+                let landed = visible(landed, read_point);
+                *at = landed.map(Entry::detach);
+                prefetch_landing(landed);
             }
             Head::At { flat, at } => {
                 if flat.cell(*at).is_some_and(|cell| cell.key() < key) {
@@ -149,41 +139,41 @@ impl Head {
                     *at = from.max(*at);
                     prefetch_from(flat, *at);
                 }
-                0
             }
         }
     }
 
-    /// Takes the next cell: from the batch, fetching the next one (of `batch` cells) when it
-    /// runs dry; or a clone of the flat segment's, moving on to its next visible cell.
-    fn take(&mut self, end: Bound<&CellKey>, read_point: u64, batch: usize) -> Option<Cell> {
+    /// Takes the next cell (a clone of the stored one) and moves on to the next visible one.
+    fn take(&mut self, read_point: u64) -> Option<Cell> {
+        let cell = self.front()?.clone();
+        self.pass(read_point);
+        Some(cell)
+    }
+
+    /// Moves past the next cell without cloning it (a count on its MSLAB chunk that every
+    /// reader of the row shares).
+    fn pass(&mut self, read_point: u64) {
         match self {
-            Head::Batch { list, cells, more } => {
-                let cell = cells.pop_front()?;
-                if cells.is_empty() && *more {
-                    list.fill(Bound::Excluded(cell.key()), end, read_point, batch, cells);
-                    *more = cells.len() == batch;
+            Head::Walk { list, at } => {
+                // SAFETY: as in `front`.
+                let Some(current) = at.map(|at| unsafe { at.attach(list.cells()) }) else {
+                    return;
+                };
+                let next = visible(current.next(), read_point);
+                *at = next.map(Entry::detach);
+                // Two steps ahead: the node after the next one (whose memory the previous step
+                // asked for) has its cell's bytes asked for now, and the node after it its memory.
+                if let Some(after) = next.and_then(|next| next.next()) {
+                    prefetch_cell(after.key().cell());
+                    if let Some(further) = after.next() {
+                        further.prefetch();
+                    }
                 }
-                Some(cell)
             }
-            Head::At { flat, at } => {
-                let cell = flat.cell(*at)?.clone();
-                *at = flat.visible_from(*at + 1, read_point);
-                prefetch_ahead(flat, *at + FLAT_PREFETCH - 1);
-                Some(cell)
-            }
-        }
-    }
-
-    /// [`Head::take`] for a cell no one keeps: a flat segment's is passed over, not cloned
-    /// (a count on its MSLAB chunk that every reader of the row shares).
-    fn pass(&mut self, end: Bound<&CellKey>, read_point: u64, batch: usize) {
-        match self {
-            Head::Batch { .. } => drop(self.take(end, read_point, batch)),
             Head::At { flat, at } => {
                 if *at < flat.len() {
                     *at = flat.visible_from(*at + 1, read_point);
-                    prefetch_ahead(flat, *at + FLAT_PREFETCH - 1);
+                    prefetch_ahead(flat, *at + PREFETCH_AHEAD - 1);
                 }
             }
         }
@@ -192,32 +182,37 @@ impl Head {
     /// Ends the reading: nothing more comes from this segment.
     fn clear(&mut self) {
         match self {
-            Head::Batch { cells, more, .. } => {
-                cells.clear();
-                *more = false;
-            }
+            Head::Walk { at, .. } => *at = None,
             Head::At { flat, at } => *at = flat.len(),
         }
     }
 
     fn last_row_before(&self, row: Option<&[u8]>, read_point: u64) -> Option<Bytes> {
         match self {
-            Head::Batch { list, .. } => list.last_row_before(row, read_point),
+            Head::Walk { list, .. } => list.last_row_before(row, read_point),
             Head::At { flat, .. } => flat.last_row_before(row, read_point),
         }
     }
 }
 
-/// How many cells ahead of a flat segment's reading its cells' bytes are asked for.
-const FLAT_PREFETCH: usize = 4;
+/// Where a skip list's reading lands after a search: asks for the landed cell's bytes (the
+/// merge compares them next) and for the next node's memory, without waiting on any of it.
+fn prefetch_landing(landed: Option<Entry<'_>>) {
+    if let Some(landed) = landed {
+        prefetch_cell(landed.key().cell());
+        if let Some(next) = landed.next() {
+            next.prefetch();
+        }
+    }
+}
 
 /// Asks for the bytes of a flat segment's cells from `index` on, which lie in chunks
-/// elsewhere: the merge compares each as it comes, and asked for only then, each was a wait for
-/// memory. A walk that moves one cell on asks for the one [`FLAT_PREFETCH`] ahead
+/// elsewhere: the merge compares each as it comes, and asked for only then, each was a wait
+/// for memory. A walk that moves one cell on asks for the one [`PREFETCH_AHEAD`] ahead
 /// ([`prefetch_ahead`]); a jump, for all of them.
 #[inline]
 fn prefetch_from(flat: &FlatSegment, index: usize) {
-    for ahead in index..index + FLAT_PREFETCH {
+    for ahead in index..index + PREFETCH_AHEAD {
         prefetch_ahead(flat, ahead);
     }
 }
@@ -234,14 +229,9 @@ impl MemStoreScanner {
         segments: Vec<AnySegment>,
         range: impl RangeBounds<CellKey>,
         read_point: u64,
-        first_batch: usize,
     ) -> MemStoreScanner {
-        let first_batch = first_batch.clamp(1, FIRST_BATCH);
         let mut scanner = MemStoreScanner {
             heads: segments.into_iter().map(Head::new).collect(),
-            batch: first_batch,
-            first_batch,
-            reseek_batch: first_batch,
             end: range.end_bound().cloned(),
             read_point,
             fresh_at: None,
@@ -272,34 +262,16 @@ impl MemStoreScanner {
     }
 
     /// Moves forward to the first cell at or after `key` that this scanner has not returned,
-    /// never back (HBase's `reseek`; to go back, [`MemStoreScanner::seek`]). The cells before
-    /// `key` in what a skip list has fetched are dropped, and it searches again only if they
-    /// run out before `key`: a get that skips a column's older versions lands in the batch it
-    /// holds, where a seek searched every segment from the top. A flat segment's index moves
-    /// to `key`'s by a search of its array.
+    /// never back (HBase's `reseek`; to go back, [`MemStoreScanner::seek`]). A skip list steps
+    /// along its bottom level first and searches from the top only if `key` is further on: a
+    /// get that skips a column's older versions lands a few cells on, where a seek searched
+    /// every segment from the top. A flat segment's index moves to `key`'s by a search of its
+    /// array.
     pub fn reseek(&mut self, key: &CellKey) {
         self.fresh_at = None;
-        let end = self.end.as_ref();
-        let (mut refilled, mut dropped) = (false, 0);
         for head in &mut self.heads {
-            let before = matches!(head, Head::Batch { cells, more: true, .. } if cells.back().is_none_or(|c| c.key() < key));
-            refilled |= before;
-            dropped += head.reseek(key, end, self.read_point, self.reseek_batch);
+            head.reseek(key, self.read_point);
         }
-        if refilled {
-            self.batch = self.reseek_batch;
-        }
-        // A reseek that drops most of a batch unread (a hot column's older versions, which a
-        // get skips column after column) halves the next refill; one that drops nothing lets it
-        // grow back. Each cell fetched is a clone, an atomic count on its chunk that every
-        // reader of a hot row shares.
-        self.reseek_batch = if dropped * 2 >= self.reseek_batch {
-            (self.reseek_batch / 2).max(MIN_RESEEK_BATCH)
-        } else if dropped == 0 {
-            (self.reseek_batch * 2).min(self.first_batch)
-        } else {
-            self.reseek_batch
-        };
         self.find_front();
     }
 
@@ -325,10 +297,8 @@ impl MemStoreScanner {
     }
 
     fn position(&mut self, from: Bound<&CellKey>) {
-        self.batch = self.first_batch;
-        let end = self.end.as_ref();
         for head in &mut self.heads {
-            head.position(from, end, self.read_point, self.batch);
+            head.position(from, self.read_point);
         }
         self.find_front();
     }
@@ -348,30 +318,18 @@ impl MemStoreScanner {
         });
     }
 
-    /// Takes the front cell of segment `index`; a skip list's batches double as they refill.
+    /// Takes the front cell of segment `index`.
     fn take_front(&mut self, index: usize) -> Option<Cell> {
-        self.grow_batch_for(index);
-        self.heads[index].take(self.end.as_ref(), self.read_point, self.batch)
+        self.heads[index].take(self.read_point)
     }
 
     /// [`MemStoreScanner::take_front`] for a cell no one keeps ([`Head::pass`]).
     fn pass_front(&mut self, index: usize) {
-        self.grow_batch_for(index);
-        self.heads[index].pass(self.end.as_ref(), self.read_point, self.batch);
-    }
-
-    /// Doubles the batch when segment `index`'s next take refills it.
-    fn grow_batch_for(&mut self, index: usize) {
-        let head = &self.heads[index];
-        let refills = matches!(head, Head::Batch { cells, more: true, .. } if cells.len() == 1);
-        if refills {
-            self.batch = (self.batch * 2).min(MAX_BATCH);
-        }
+        self.heads[index].pass(self.read_point);
     }
 
     /// The segment whose cell is next, with the same key in older segments (re-added after a
-    /// snapshot) passed over: the newest wins. `None` at the end (what the batches fetched
-    /// beyond it is dropped).
+    /// snapshot) passed over: the newest wins. `None` at the end.
     fn front_without_duplicates(&mut self) -> Option<usize> {
         self.fresh_at = None;
         let Some(index) = self.front else {

@@ -1,6 +1,6 @@
 //! A segment: one concurrent skiplist of cells plus its size accounting and MSLAB.
 
-use std::collections::VecDeque;
+use std::cmp::Ordering as CmpOrdering;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -208,9 +208,8 @@ impl Segment {
         let stored = cell.with_storage(copy).unwrap_or(cell);
         // One search: insert, replacing an identical key (the list orders two adds of one key
         // that race: one inserts, the other replaces, and the sizes stay exact).
-        let key = stored.into_key();
-        let size = SegmentSize::of_key(&key);
-        match self.cells.insert(MemKey::new(key), value_len) {
+        let size = SegmentSize::of_key(stored.key());
+        match self.cells.insert(MemKey::new(stored), value_len) {
             None => counters.record(&size),
             Some(old_len) => counters.replace_value(old_len, value_len),
         }
@@ -229,7 +228,7 @@ impl Segment {
     /// Removes the cell stored under exactly `key` (sequence id included); true if there was
     /// one. Its MSLAB bytes stay in their chunk until the segment is dropped.
     pub(crate) fn remove(&self, key: &CellKey, counters: &SizeCounters) -> bool {
-        match self.cells.remove(&MemKey::new(key.clone())) {
+        match self.cells.remove_by(probe(key)) {
             Some(value_len) => {
                 counters.unrecord((key.coordinates().len() as u64) + value_len);
                 true
@@ -238,46 +237,22 @@ impl Segment {
         }
     }
 
-    /// Appends to `out` up to `max` cells visible at `read_point`, in order, from `from` (the
-    /// segment's first cell when unbounded) until `end`: one skiplist search, then a walk along
-    /// the bottom level, so a scan pays one search per batch rather than per cell.
-    pub(crate) fn fill(
-        &self,
-        from: Bound<&CellKey>,
-        end: Bound<&CellKey>,
-        read_point: u64,
-        max: usize,
-        out: &mut VecDeque<Cell>,
-    ) {
-        // Room for the whole batch at once: a scanner's first batch went into an empty queue
-        // that grew (and moved its cells) three times on the way to 16.
-        out.reserve(max);
-        let mut entry = visible(self.first_entry(from), read_point);
-        let mut taken = 0;
-        while let Some(current) = entry {
-            let key = current.key().cell_key();
-            if !before_end(key, end) {
-                return;
-            }
-            push_prefetched(key, out);
-            taken += 1;
-            if taken == max {
-                return;
-            }
-            entry = visible(current.next(), read_point);
-        }
+    /// The skip list, for a reader that walks it in place.
+    #[inline]
+    pub(crate) fn cells(&self) -> &SkipList<MemKey> {
+        &self.cells
     }
 
     /// The first entry at `from` (or the segment's first when unbounded), visible or not.
     pub(crate) fn first_entry(&self, from: Bound<&CellKey>) -> Option<Entry<'_>> {
         match from {
             Bound::Unbounded => self.cells.front(),
-            Bound::Included(key) => self.cells.lower_bound(&MemKey::new(key.clone())),
+            Bound::Included(key) => self.cells.lower_bound_by(probe(key)),
             Bound::Excluded(key) => {
-                let probe = MemKey::new(key.clone());
-                let mut entry = self.cells.lower_bound(&probe);
+                let target = probe(key);
+                let mut entry = self.cells.lower_bound_by(&target);
                 while let Some(current) = entry
-                    && *current.key() == probe
+                    && target(current.key()) == CmpOrdering::Equal
                 {
                     entry = current.next();
                 }
@@ -290,12 +265,11 @@ impl Segment {
     /// `None`): one skiplist search, then back over entries newer than the read point.
     pub(crate) fn last_row_before(&self, row: Option<&[u8]>, read_point: u64) -> Option<Bytes> {
         let mut entry = match row {
-            None => self.cells.last_below(None),
-            Some(row) => self
-                .cells
-                .last_below(Some(&MemKey::new(CellKey::first_on_row(
-                    Bytes::copy_from_slice(row),
-                )))),
+            None => self.cells.last_below_by(None::<fn(&MemKey) -> CmpOrdering>),
+            Some(row) => {
+                let first = CellKey::first_on_row(Bytes::copy_from_slice(row));
+                self.cells.last_below_by(Some(probe(&first)))
+            }
         };
         // Back one search at a time: the list links forward only (a reverse scan's step to
         // the previous row is a search in HBase's skip list too).
@@ -304,7 +278,9 @@ impl Segment {
             if key.sequence_id() <= read_point && !current.is_removed() {
                 return Some(key.row_bytes());
             }
-            entry = self.cells.last_below(Some(current.key()));
+            entry = self
+                .cells
+                .last_below_by(Some(|k: &MemKey| k.cmp(current.key())));
         }
         None
     }
@@ -349,30 +325,6 @@ impl AnySegment {
     }
 }
 
-/// Whether `key` lies within a walk's `end`. A walk starts at its `from` bound's lower bound and
-/// moves up, so only the end needs checking. (Checking the whole range compared every cell with
-/// `from` as well, which is mostly the previous cell of the same row: a sixth of a scan's key
-/// comparisons.)
-pub(crate) fn before_end(key: &CellKey, end: Bound<&CellKey>) -> bool {
-    match end {
-        Bound::Included(end) => key <= end,
-        Bound::Excluded(end) => key < end,
-        Bound::Unbounded => true,
-    }
-}
-
-/// Pushes the cell that `key` names onto a walk's output, asking for its bytes on the way.
-/// The key is in cache now, but the cell's bytes lie in a chunk elsewhere, and the caller's first
-/// comparison of them would wait for memory, cell after cell. Asked for here, they load while
-/// the walk goes on. Every key a segment stores is a cell's (`add`), so `from_key` always gives
-/// the cell back.
-pub(crate) fn push_prefetched(key: &CellKey, out: &mut VecDeque<Cell>) {
-    if let Some(cell) = Cell::from_key(key.clone()) {
-        prefetch_cell(&cell);
-        out.push_back(cell);
-    }
-}
-
 /// Asks for the first line of `cell`'s coordinates and of its value.
 #[inline]
 pub(crate) fn prefetch_cell(cell: &Cell) {
@@ -399,22 +351,33 @@ pub(crate) fn visible(mut entry: Option<Entry<'_>>, read_point: u64) -> Option<E
 /// were a cache miss each on those bytes (a third of a YCSB C get that finds its row in the
 /// memstore). The order is the key's: zero is the smallest byte, so two rows whose padded
 /// prefixes differ compare as their prefixes do, and a tie falls back to the full comparison.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The key is kept as its cell (whose bytes hold the value after the key), so a reader borrows
+/// the stored cell itself; searches name their target by [`probe`], never by a `MemKey`. Two
+/// are equal when their keys are, whatever their values: an add of an identical key replaces
+/// the cell.
+#[derive(Debug, Clone)]
 pub(crate) struct MemKey {
     prefix: u128,
-    key: CellKey,
+    cell: Cell,
 }
 
 impl MemKey {
-    pub(crate) fn new(key: CellKey) -> MemKey {
+    pub(crate) fn new(cell: Cell) -> MemKey {
         MemKey {
-            prefix: row_prefix(key.row()),
-            key,
+            prefix: row_prefix(cell.row()),
+            cell,
         }
     }
 
+    /// The stored cell.
+    #[inline]
+    pub(crate) fn cell(&self) -> &Cell {
+        &self.cell
+    }
+
+    #[inline]
     pub(crate) fn cell_key(&self) -> &CellKey {
-        &self.key
+        self.cell.key()
     }
 
     pub(crate) fn prefix(&self) -> u128 {
@@ -430,16 +393,38 @@ pub(crate) fn row_prefix(row: &[u8]) -> u128 {
     u128::from_be_bytes(bytes)
 }
 
+impl PartialEq for MemKey {
+    fn eq(&self, other: &MemKey) -> bool {
+        self.prefix == other.prefix && self.cell.key() == other.cell.key()
+    }
+}
+
+impl Eq for MemKey {}
+
 impl Ord for MemKey {
-    fn cmp(&self, other: &MemKey) -> std::cmp::Ordering {
+    fn cmp(&self, other: &MemKey) -> CmpOrdering {
         self.prefix
             .cmp(&other.prefix)
-            .then_with(|| self.key.cmp(&other.key))
+            .then_with(|| self.cell.key().cmp(other.cell.key()))
+    }
+}
+
+/// Orders a stored key against `key` (`stored.cmp(key)`) for the skip list's searches, by the
+/// same rule as `MemKey`'s order: a probe is any key (a seek's bound included), not a cell, and
+/// costs no count on `key`'s bytes.
+#[inline]
+pub(crate) fn probe(key: &CellKey) -> impl Fn(&MemKey) -> CmpOrdering + '_ {
+    let prefix = row_prefix(key.row());
+    move |stored| {
+        stored
+            .prefix
+            .cmp(&prefix)
+            .then_with(|| stored.cell.key().cmp(key))
     }
 }
 
 impl PartialOrd for MemKey {
-    fn partial_cmp(&self, other: &MemKey) -> Option<std::cmp::Ordering> {
+    fn partial_cmp(&self, other: &MemKey) -> Option<CmpOrdering> {
         Some(self.cmp(other))
     }
 }
@@ -450,7 +435,11 @@ mod tests {
     use keel_cell::{CellKey, CellType};
     use proptest::prelude::*;
 
-    use super::MemKey;
+    use std::cmp::Ordering;
+
+    use keel_cell::Cell;
+
+    use super::{MemKey, probe};
 
     /// Rows that tie on 16 bytes, end inside them, or hold zero bytes (the padding's value).
     fn row() -> impl Strategy<Value = Vec<u8>> {
@@ -465,6 +454,10 @@ mod tests {
         ]
     }
 
+    fn stored(key: CellKey) -> MemKey {
+        MemKey::new(Cell::from_key(key).expect("a put's key is a cell's"))
+    }
+
     fn key(row: Vec<u8>, qualifier: u8, ts: i64) -> CellKey {
         CellKey::new(Bytes::from(row), "f", vec![qualifier], ts, CellType::Put).unwrap()
     }
@@ -476,20 +469,26 @@ mod tests {
             b in (row(), 0u8..3, 0i64..3),
         ) {
             let (a, b) = (key(a.0, a.1, a.2), key(b.0, b.1, b.2));
-            prop_assert_eq!(MemKey::new(a.clone()).cmp(&MemKey::new(b.clone())), a.cmp(&b));
-            prop_assert_eq!(MemKey::new(a.clone()) == MemKey::new(b.clone()), a == b);
+            let (stored_a, stored_b) = (stored(a.clone()), stored(b.clone()));
+            prop_assert_eq!(stored_a.cmp(&stored_b), a.cmp(&b));
+            prop_assert_eq!(stored_a == stored_b, a == b);
+            prop_assert_eq!(probe(&b)(&stored_a), a.cmp(&b));
         }
     }
 
     #[test]
     fn bounds_sort_around_their_row() {
         let row = Bytes::from_static(b"user0123456789abc");
-        let cell = MemKey::new(key(row.to_vec(), 1, 5));
-        assert!(MemKey::new(CellKey::first_on_row(row.clone())) < cell);
-        assert!(MemKey::new(CellKey::last_on_row(row.clone())) > cell);
-        let shorter = MemKey::new(CellKey::last_on_row(Bytes::from_static(
-            b"user0123456789ab",
-        )));
-        assert!(shorter < cell, "a row sorts before the rows it prefixes");
+        let cell = stored(key(row.to_vec(), 1, 5));
+        let first = CellKey::first_on_row(row.clone());
+        assert_eq!(probe(&first)(&cell), Ordering::Greater);
+        let last = CellKey::last_on_row(row.clone());
+        assert_eq!(probe(&last)(&cell), Ordering::Less);
+        let shorter = CellKey::last_on_row(Bytes::from_static(b"user0123456789ab"));
+        assert_eq!(
+            probe(&shorter)(&cell),
+            Ordering::Greater,
+            "a row sorts before the rows it prefixes"
+        );
     }
 }

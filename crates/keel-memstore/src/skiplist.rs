@@ -139,6 +139,17 @@ impl<'a, K> Entry<'a, K> {
         unsafe { (*self.node.as_ptr()).removed.load(Ordering::Acquire) }
     }
 
+    /// Asks for the node's memory (its first line and its bottom-level pointer's), a hint for
+    /// a walk that will step onto it soon: the step then need not wait for memory.
+    #[inline]
+    pub(crate) fn prefetch(&self) {
+        // SAFETY: a published node: initialized, with a level 0 pointer.
+        unsafe {
+            keel_sync::prefetch_value(self.node.as_ref());
+            keel_sync::prefetch_value(&*tower(self.node, 0));
+        }
+    }
+
     /// The next node along the bottom level, removed or not.
     #[inline]
     pub(crate) fn next(&self) -> Option<Entry<'a, K>> {
@@ -146,6 +157,51 @@ impl<'a, K> Entry<'a, K> {
         // node or is null.
         let next = unsafe { next(self.node, 0) };
         NonNull::new(next).map(Entry::new)
+    }
+}
+
+/// An entry's place without the list's borrow, for a reader that keeps the list alive by other
+/// means (an `Arc` beside it) and so cannot name the borrow's lifetime.
+pub(crate) struct Detached<K>(NonNull<Node<K>>);
+
+impl<K> Clone for Detached<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for Detached<K> {}
+
+impl<K> std::fmt::Debug for Detached<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Detached").field(&self.0).finish()
+    }
+}
+
+// SAFETY: a detached entry is only a node's address; reading through it needs `attach`, whose
+// caller shows the list alive, and the list is `Send + Sync` for such `K`.
+unsafe impl<K: Send + Sync> Send for Detached<K> {}
+// SAFETY: as above.
+unsafe impl<K: Send + Sync> Sync for Detached<K> {}
+
+impl<K> Entry<'_, K> {
+    /// The entry's place, to [`Detached::attach`] again while the list lives.
+    #[inline]
+    pub(crate) fn detach(self) -> Detached<K> {
+        Detached(self.node)
+    }
+}
+
+impl<K> Detached<K> {
+    /// The entry again, borrowed from `list`.
+    ///
+    /// # Safety
+    /// `self` was detached from an entry of `list` (not another list): a list frees its nodes
+    /// only when it drops, so the node lives as long as the borrow of `list`.
+    #[inline]
+    pub(crate) unsafe fn attach<'a>(self, list: &'a SkipList<K>) -> Entry<'a, K> {
+        let _ = list;
+        Entry::new(self.0)
     }
 }
 
@@ -204,14 +260,15 @@ impl<K: Ord> SkipList<K> {
         }
     }
 
-    /// From `from` (which sorts before `key`), the last link at `level` before `key` (at or
-    /// before it, when `or_equal`) and the node after it.
+    /// From `from` (which sorts before the target), the last link at `level` before the
+    /// target (at or before it, when `or_equal`) and the node after it. `target` orders a
+    /// node's key against the target (`key.cmp(target)`).
     #[inline]
     fn search_level(
         &self,
         mut from: Link<K>,
         level: usize,
-        key: &K,
+        target: &impl Fn(&K) -> CmpOrdering,
         or_equal: bool,
     ) -> (Link<K>, *mut Node<K>) {
         loop {
@@ -220,7 +277,7 @@ impl<K: Ord> SkipList<K> {
                 return (from, next);
             };
             // SAFETY: a node reached through the list is published and lives as long as it.
-            let order = unsafe { (*node.as_ptr()).key.cmp(key) };
+            let order = target(unsafe { &(*node.as_ptr()).key });
             match order {
                 CmpOrdering::Less => from = Some(node),
                 CmpOrdering::Equal if or_equal => from = Some(node),
@@ -231,14 +288,14 @@ impl<K: Ord> SkipList<K> {
 
     /// Every level's neighbours of `key`, from the top: the last link before it (at or before
     /// it, when `or_equal`) and the node after that.
-    fn search(&self, key: &K, or_equal: bool) -> Splice<K> {
+    fn search(&self, target: &impl Fn(&K) -> CmpOrdering, or_equal: bool) -> Splice<K> {
         let mut splice = Splice {
             prev: [None; MAX_HEIGHT],
             next: [ptr::null_mut(); MAX_HEIGHT],
         };
         let mut from = None;
         for level in (0..self.height.load(Ordering::Acquire)).rev() {
-            let (prev, next) = self.search_level(from, level, key, or_equal);
+            let (prev, next) = self.search_level(from, level, target, or_equal);
             splice.prev[level] = prev;
             splice.next[level] = next;
             from = prev;
@@ -247,11 +304,21 @@ impl<K: Ord> SkipList<K> {
     }
 
     /// The first node whose key is at least `key`, removed or not.
+    #[cfg(test)]
     pub(crate) fn lower_bound(&self, key: &K) -> Option<Entry<'_, K>> {
+        self.lower_bound_by(|k| k.cmp(key))
+    }
+
+    /// The first node whose key is at least the target, removed or not; `target` orders a key
+    /// against it (`key.cmp(target)`), so a search needs no key of the list's type.
+    pub(crate) fn lower_bound_by(
+        &self,
+        target: impl Fn(&K) -> CmpOrdering,
+    ) -> Option<Entry<'_, K>> {
         let mut from = None;
         let mut next = ptr::null_mut();
         for level in (0..self.height.load(Ordering::Acquire)).rev() {
-            (from, next) = self.search_level(from, level, key, false);
+            (from, next) = self.search_level(from, level, &target, false);
         }
         NonNull::new(next).map(Entry::new)
     }
@@ -262,11 +329,21 @@ impl<K: Ord> SkipList<K> {
     }
 
     /// The last node whose key is below `key` (the last node when `None`), removed or not.
+    #[cfg(test)]
     pub(crate) fn last_below(&self, key: Option<&K>) -> Option<Entry<'_, K>> {
+        self.last_below_by(key.map(|key| move |k: &K| k.cmp(key)))
+    }
+
+    /// The last node whose key is below the target (the last node when `None`), removed or
+    /// not; `target` as for [`SkipList::lower_bound_by`].
+    pub(crate) fn last_below_by(
+        &self,
+        target: Option<impl Fn(&K) -> CmpOrdering>,
+    ) -> Option<Entry<'_, K>> {
         let mut from: Link<K> = None;
         for level in (0..self.height.load(Ordering::Acquire)).rev() {
-            from = match key {
-                Some(key) => self.search_level(from, level, key, false).0,
+            from = match &target {
+                Some(target) => self.search_level(from, level, target, false).0,
                 None => loop {
                     match NonNull::new(self.link_at(from, level).load(Ordering::Acquire)) {
                         Some(node) => from = Some(node),
@@ -281,7 +358,7 @@ impl<K: Ord> SkipList<K> {
     /// Adds `key` with `value`. If a live node holds an identical key, the new node replaces it
     /// and its value is returned.
     pub(crate) fn insert(&self, key: K, value: u64) -> Option<u64> {
-        let mut splice = self.search(&key, false);
+        let mut splice = self.search(&|k: &K| k.cmp(&key), false);
         if let Some(next) = NonNull::new(splice.next[0])
             // SAFETY: a node reached through the list is published.
             && unsafe { (*next.as_ptr()).key == key }
@@ -324,7 +401,8 @@ impl<K: Ord> SkipList<K> {
                 }
                 // A node went in next to ours: find the neighbours again from the left one,
                 // which still sorts before the key.
-                let (prev, next) = self.search_level(splice.prev[level], level, key, false);
+                let (prev, next) =
+                    self.search_level(splice.prev[level], level, &|k: &K| k.cmp(key), false);
                 if level == 0
                     && let Some(found) = NonNull::new(next)
                     // SAFETY: a node reached through the list is published.
@@ -348,7 +426,8 @@ impl<K: Ord> SkipList<K> {
         let _one_at_a_time = self.replacing.lock();
         // SAFETY: `node` is initialized and still private to this thread.
         let key = unsafe { &(*node.as_ptr()).key };
-        let splice = self.search(key, false);
+        let target = |k: &K| k.cmp(key);
+        let splice = self.search(&target, false);
         let mut live = None;
         let mut at = NonNull::new(splice.next[0]).map(Entry::<K>::new);
         while let Some(entry) = at
@@ -363,7 +442,7 @@ impl<K: Ord> SkipList<K> {
         loop {
             // Past every node with the key: only greater keys can go in meanwhile (an equal
             // one waits for the mutex), so the node lands right after the last equal one.
-            let (p, next) = self.search_level(prev, 0, key, true);
+            let (p, next) = self.search_level(prev, 0, &target, true);
             prev = p;
             // SAFETY: level 0 of the node's own tower.
             unsafe { (*tower(node, 0)).store(next, Ordering::Relaxed) };
@@ -389,11 +468,18 @@ impl<K: Ord> SkipList<K> {
     }
 
     /// Marks the live node holding exactly `key` removed and returns its value.
+    #[cfg(test)]
     pub(crate) fn remove(&self, key: &K) -> Option<u64> {
+        self.remove_by(|k| k.cmp(key))
+    }
+
+    /// Marks the live node whose key orders equal to the target removed and returns its
+    /// value; `target` as for [`SkipList::lower_bound_by`].
+    pub(crate) fn remove_by(&self, target: impl Fn(&K) -> CmpOrdering) -> Option<u64> {
         let _one_at_a_time = self.replacing.lock();
-        let mut at = self.lower_bound(key);
+        let mut at = self.lower_bound_by(&target);
         while let Some(entry) = at {
-            if entry.key() != key {
+            if target(entry.key()) != CmpOrdering::Equal {
                 return None;
             }
             if !entry.is_removed() {

@@ -41,8 +41,6 @@ enum Op {
     Row {
         read_point: u64,
         row: u8,
-        /// The get's hint of how many cells it wants.
-        wanted: usize,
     },
 }
 
@@ -84,7 +82,7 @@ fn op() -> impl Strategy<Value = Op> {
             take,
             to: to.key().clone(),
         }),
-        2 => (0u64..14, 0u8..8, 0usize..20).prop_map(|(read_point, row, wanted)| Op::Row { read_point, row, wanted }),
+        2 => (0u64..14, 0u8..8).prop_map(|(read_point, row)| Op::Row { read_point, row }),
         2 => (0u64..14, prop::option::of(small_cell())).prop_map(|(read_point, from)| Op::Backward {
             read_point,
             from: from.map(|cell| cell.key().clone()),
@@ -261,11 +259,7 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                     .collect();
                 prop_assert_eq!(rest, expected_rest);
             }
-            Op::Row {
-                read_point,
-                row,
-                wanted,
-            } => {
+            Op::Row { read_point, row } => {
                 let row = Bytes::from(vec![b'r', row]);
                 let expected: Vec<_> = oracle
                     .visible(read_point, None)
@@ -276,13 +270,7 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                     .row_scanner(&row, read_point)
                     .map(Cell::into_parts)
                     .collect();
-                prop_assert_eq!(&got, &expected);
-                // A get's hint of how many cells it wants changes how it reads, never what.
-                let hinted: Vec<_> = memstore
-                    .row_scanner_wanting(&row, read_point, wanted)
-                    .map(Cell::into_parts)
-                    .collect();
-                prop_assert_eq!(hinted, expected);
+                prop_assert_eq!(got, expected);
             }
             Op::Backward { read_point, from } => {
                 let visible = oracle.visible(read_point, None);

@@ -29,12 +29,12 @@
 //!
 //! What this crate is not: no policy. Beyond choosing implementations it holds a few small helpers
 //! that hot paths across the workspace share: [`CachePadded`], [`StripedCounter`],
-//! [`ReadMostly`] and [`prefetch`].
+//! [`ReadMostly`] and [`prefetch`] (with [`prefetch_value`]).
 
 mod prefetch;
 mod striped;
 
-pub use prefetch::prefetch;
+pub use prefetch::{prefetch, prefetch_value};
 pub use striped::{ReadMostly, StripedCounter};
 
 #[cfg(shuttle)]

@@ -41,10 +41,7 @@ impl Region {
             // (microseconds), so the scanners borrow the files instead of cloning their `Arc`s,
             // whose counts every reader of the file shares.
             let listed = store.files.read();
-            let memstore =
-                store
-                    .memstore
-                    .row_scanner_wanting(&row, read_point, cells_wanted(query, name));
+            let memstore = store.memstore.row_scanner(&row, read_point);
             let mut sources: Vec<Box<dyn KeyValueScanner + '_>> = listed
                 .iter()
                 .filter(|f| f.may_contain_row(&row) && may_hold_range(f, query))
@@ -190,27 +187,6 @@ impl Region {
         };
         Ok(self.get(row, &query)?.into_iter().next())
     }
-}
-
-/// About how many cells of family `name` a get of `query` takes from one row: its named columns
-/// × versions, and one for a delete marker; a whole family, or many columns, gets the memstore's
-/// usual first batch (`usize::MAX` asks for at most that).
-fn cells_wanted(query: &ReadQuery, name: &Bytes) -> usize {
-    let Some(columns) = &query.columns else {
-        return usize::MAX;
-    };
-    let mut named = 0_usize;
-    for (family, qualifier) in columns {
-        if family == name {
-            if qualifier.is_none() {
-                return usize::MAX;
-            }
-            named += 1;
-        }
-    }
-    named
-        .saturating_mul(query.max_versions.max(1) as usize)
-        .saturating_add(1)
 }
 
 /// The greatest qualifier of family `name` that `query` names, when it names only single
