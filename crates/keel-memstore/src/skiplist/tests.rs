@@ -46,7 +46,16 @@ fn op() -> impl Strategy<Value = Op> {
 
 proptest! {
     // Miri interprets every case hundreds of times slower: a few cases still walk each path.
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
+    // It also isolates the test from the file system, where proptest keeps its failures.
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 256 },
+        failure_persistence: if cfg!(miri) {
+            None
+        } else {
+            ProptestConfig::default().failure_persistence
+        },
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn matches_a_btreemap(ops in prop::collection::vec(op(), 0..300), probe in 0u32..70) {
