@@ -100,6 +100,22 @@ impl Cell {
         *slot = Some(at.slice_cell(buf));
         Ok(at.end)
     }
+
+    /// [`Cell::decode`] onto the end of `out`, returning the offset just past the cell; on an
+    /// error `out` is left as it was. For a reader that decides on a cell after decoding it
+    /// and mostly keeps it: a kept cell stays where it was built (the caller pops one it
+    /// drops), instead of being moved from a slot into its results.
+    #[inline]
+    pub fn decode_push(
+        buf: &Bytes,
+        offset: usize,
+        limits: &CellLimits,
+        out: &mut Vec<Cell>,
+    ) -> Result<usize, DecodeError> {
+        let at = layout(buf, offset, limits)?;
+        out.push(at.slice_cell(buf));
+        Ok(at.end)
+    }
 }
 
 /// Bytes [`encode_batch`] writes for `cells`.

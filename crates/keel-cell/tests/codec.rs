@@ -62,7 +62,7 @@ proptest! {
         check_decodes_or_errors(&Bytes::from(bytes));
     }
 
-    /// The borrowed and in-place decoders accept exactly what the owned one accepts, with the
+    /// The borrowed, in-place and pushing decoders accept exactly what the owned one accepts, with the
     /// same fields and the same error, at every offset of valid and damaged encodings alike.
     #[test]
     fn borrowed_and_owned_decoding_agree(
@@ -89,9 +89,23 @@ proptest! {
                 }
                 (Err(a), Err(b)) => {
                     prop_assert_eq!(&a, b);
-                    prop_assert_eq!(slot, Some(before));
+                    prop_assert_eq!(slot, Some(before.clone()));
                 }
                 (a, b) => prop_assert!(false, "in place {a:?} but owned {b:?}"),
+            }
+            // Pushed: the same cell and end after what `out` held, or the same error with
+            // `out` untouched.
+            let mut out = vec![before.clone()];
+            match (Cell::decode_push(&buf, offset, &limit, &mut out), &owned) {
+                (Ok(end), Ok((cell, owned_end))) => {
+                    prop_assert_eq!(end, *owned_end);
+                    prop_assert_eq!(&out[..], &[before.clone(), cell.clone()][..]);
+                }
+                (Err(a), Err(b)) => {
+                    prop_assert_eq!(&a, b);
+                    prop_assert_eq!(&out[..], &[before.clone()][..]);
+                }
+                (a, b) => prop_assert!(false, "pushed {a:?} but owned {b:?}"),
             }
             match (owned, borrowed) {
                 (Ok((cell, end)), Ok((view, view_end))) => {

@@ -12,7 +12,7 @@
 //! for the same bytes). `get_columns_vs_cell`: the same for whole-row gets.
 //!
 //! With `LAYOUTS_PROFILE` set in the environment it runs only the ten-column scans, twenty
-//! times over, for `perf record`.
+//! times over, for `perf record` (`LAYOUTS_PROFILE=get`: the ten-column gets instead).
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
@@ -132,9 +132,13 @@ fn main() {
     };
     let starts: Vec<Bytes> = (0..SCANS).map(|_| row(random() % records)).collect();
     let keys: Vec<Bytes> = (0..SCANS * 10).map(|_| row(random() % records)).collect();
-    if std::env::var_os("LAYOUTS_PROFILE").is_some() {
+    if let Some(profile) = std::env::var_os("LAYOUTS_PROFILE") {
         for _ in 0..20 {
-            scans(&columns.table, &starts);
+            if profile == "get" {
+                gets(&columns.table, &keys);
+            } else {
+                scans(&columns.table, &starts);
+            }
         }
         return;
     }

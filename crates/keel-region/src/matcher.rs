@@ -225,10 +225,13 @@ impl<'a> Matcher<'a> {
         if self.column_done || !self.query.wants(cell.family(), cell.qualifier()) {
             return false;
         }
+        // The sets are asked only when they hold a marker: a lookup is a call even in an empty
+        // set, and nearly every row has no marker at all.
         let masked = self.family_delete_ts.is_some_and(|t| ts <= t)
-            || self.family_version_deletes.contains(&ts)
+            || (!self.family_version_deletes.is_empty()
+                && self.family_version_deletes.contains(&ts))
             || self.column_delete_ts.is_some_and(|t| ts <= t)
-            || self.version_deletes.contains(&ts);
+            || (!self.version_deletes.is_empty() && self.version_deletes.contains(&ts));
         if masked {
             return false;
         }
@@ -294,7 +297,9 @@ impl<'a> Matcher<'a> {
                     .unwrap_or_default();
             }
             self.family_delete_ts = None;
-            self.family_version_deletes.clear();
+            if !self.family_version_deletes.is_empty() {
+                self.family_version_deletes.clear();
+            }
             self.in_column = false;
         }
         if !self.in_column || !same_bytes(&self.column, cell.qualifier()) {
@@ -302,7 +307,9 @@ impl<'a> Matcher<'a> {
             self.column.clear();
             self.column.extend_from_slice(cell.qualifier());
             self.column_delete_ts = None;
-            self.version_deletes.clear();
+            if !self.version_deletes.is_empty() {
+                self.version_deletes.clear();
+            }
             self.last_ts = None;
             self.counted = 0;
             self.column_done = false;

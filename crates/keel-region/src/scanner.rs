@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 use keel_cell::{Cell, CellKey, same_bytes};
-use keel_storefile::{KeyValueScanner, MergeScanner};
+use keel_storefile::{KeyValueScanner, MergeScanner, Take};
 
 use crate::error::RegionError;
 use crate::filter::{Active, ReturnCode, is_row_hint};
@@ -142,6 +142,24 @@ impl ColumnSkip {
             finished.family(),
             finished.qualifier(),
         ))
+    }
+
+    /// Whether `next` may be read as it is: `false` when
+    /// [`ColumnSkip::past_finished_column`] would seek past it (its state is then left for
+    /// that call). A reader taking a row in one call ([`KeyValueScanner::take_row`]) asks
+    /// this and stops at the cell the seek is due at.
+    #[inline]
+    pub(crate) fn lets_through(&mut self, next: &Cell, last_kept: Option<&Cell>) -> bool {
+        let finished = match &self.done {
+            None => return true,
+            Some(Finished::Dropped(key)) => Some(key),
+            Some(Finished::Kept) => last_kept.map(Cell::key),
+        };
+        if finished.is_some_and(|finished| next.key().same_column(finished)) {
+            return false;
+        }
+        self.done = None;
+        true
     }
 }
 
@@ -281,10 +299,21 @@ impl RegionScanner {
     /// Each cell is decided on where it lies in its source ([`KeyValueScanner::peek`]) and then
     /// moved once into the row's results or dropped; every seek below goes to a key after the
     /// peeked cell, so it passes over that cell as well.
+    ///
+    /// Where no filter looks at the row's cells, the row is taken in one call
+    /// ([`KeyValueScanner::take_row`]), deciding each cell on the matcher alone; the loop
+    /// below handles only the cells that call stops at (those due a seek).
     fn read_row(&mut self, row: &Bytes) -> Result<Vec<Cell>, RegionError> {
         let mut out: Vec<Cell> = Vec::with_capacity(self.row_hint);
         self.draining = None;
-        while let Some(cell) = self.merge.peek() {
+        let unfiltered = self.filter.is_none() || self.row_passes;
+        loop {
+            if unfiltered && self.draining.is_none() {
+                self.take_unfiltered(row, &mut out)?;
+            }
+            let Some(cell) = self.merge.peek() else {
+                break;
+            };
             if !same_bytes(cell.row(), row) {
                 break;
             }
@@ -424,6 +453,29 @@ impl RegionScanner {
         }
         self.row_hint = out.len().min(1024);
         Ok(out)
+    }
+
+    /// The row's cells in one call until one is due a seek: the column skip's, or a column
+    /// list's (the caller's loop then seeks). Every other cell goes through the matcher and is
+    /// kept or dropped where it lies.
+    fn take_unfiltered(&mut self, row: &[u8], out: &mut Vec<Cell>) -> Result<(), RegionError> {
+        let (matcher, skip, query) = (&mut self.matcher, &mut self.skip, &self.scan.query);
+        let cells_read = &mut self.cells_read;
+        self.merge.take_row(row, out, &mut |cell, kept| {
+            if !skip.lets_through(cell, kept.last())
+                || (query.columns.is_some()
+                    && column_step(query, cell.family(), cell.qualifier()) != ColumnStep::Read)
+            {
+                return Take::Stop;
+            }
+            *cells_read += 1;
+            let admitted = matcher.admit(cell);
+            if matcher.column_done() {
+                skip.column_done(cell, admitted);
+            }
+            if admitted { Take::Keep } else { Take::Pass }
+        })?;
+        Ok(())
     }
 
     /// Moves forward to the first cell at or after `target`, with a reseek: sources already

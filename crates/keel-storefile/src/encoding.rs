@@ -145,6 +145,23 @@ pub(crate) fn decode_into_at(
     })
 }
 
+/// [`decode_into_at`] onto the end of `out` (see [`Cell::decode_push`]).
+pub(crate) fn decode_push_at(
+    path: &Path,
+    offset: u64,
+    block: &Bytes,
+    pos: usize,
+    out: &mut Vec<Cell>,
+) -> Result<usize> {
+    Cell::decode_push(block, pos, &CellLimits::UNLIMITED, out).map_err(|e| {
+        crate::error::corrupt(
+            path,
+            offset,
+            format!("cell at byte {pos} of the block: {e}"),
+        )
+    })
+}
+
 /// [`decode_into_at`], borrowed: the cell's fields point into `block`.
 #[inline]
 pub(crate) fn decode_ref_at<'b>(

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use keel_cell::{Cell, CellKey};
 
 use crate::error::Result;
-use crate::merge::KeyValueScanner;
+use crate::merge::{Decide, KeyValueScanner};
 
 /// Rows `[start, end)`; an empty bound is open (empty start: from the first row; empty end: to
 /// the last).
@@ -94,6 +94,14 @@ impl<S: KeyValueScanner> KeyValueScanner for RangeScanner<S> {
             return Ok(());
         }
         self.inner.skip()
+    }
+
+    /// A row is in the range whole or not at all: the inner scanner takes one that is.
+    fn take_row(&mut self, row: &[u8], out: &mut Vec<Cell>, decide: &mut Decide<'_>) -> Result<()> {
+        if self.below || !self.range.contains(row) {
+            return Ok(());
+        }
+        self.inner.take_row(row, out, decide)
     }
 
     fn seek(&mut self, key: &CellKey) -> Result<()> {

@@ -7,10 +7,10 @@ use std::ops::ControlFlow;
 use bytes::Bytes;
 use keel_cell::{Cell, CellKey, CellRef, compare_bytes, same_bytes};
 
-use crate::encoding::{decode_into_at, decode_ref_at};
+use crate::encoding::{decode_into_at, decode_push_at, decode_ref_at};
 use crate::error::Result;
 use crate::index::{BlockAt, IndexBlock};
-use crate::merge::KeyValueScanner;
+use crate::merge::{Decide, KeyValueScanner, Take};
 use crate::reader::{DataBlock, StoreFileReader};
 use crate::row_starts::{self, cell_row_at};
 
@@ -409,17 +409,7 @@ impl<'a> StoreFileScanner<'a> {
                     ));
                 }
                 self.pos = next;
-                // A walk reads on through the block: the bytes a few cells ahead start loading
-                // now, so the next cells' headers are not each a wait for memory. Every line up
-                // to there is asked for: a ten-column cell spans two or three lines, and asking
-                // for one line a cell left the lines between to be waited for.
-                let ahead = (next + PREFETCH_AHEAD).min(self.block.cells_end);
-                let mut line = self.prefetched.max(next);
-                while line < ahead {
-                    keel_sync::prefetch(&self.block.bytes[line..]);
-                    line += CACHE_LINE;
-                }
-                self.prefetched = self.prefetched.max(line);
+                self.prefetch_ahead();
                 return Ok(());
             }
             if !self.next_block()? {
@@ -427,6 +417,44 @@ impl<'a> StoreFileScanner<'a> {
                 return Ok(());
             }
         }
+    }
+
+    /// A walk reads on through the block: the bytes a few cells past `pos` start loading now,
+    /// so the next cells' headers are not each a wait for memory. Every line up to there is
+    /// asked for: a ten-column cell spans two or three lines, and asking for one line a cell
+    /// left the lines between to be waited for.
+    #[inline]
+    fn prefetch_ahead(&mut self) {
+        let ahead = (self.pos + PREFETCH_AHEAD).min(self.block.cells_end);
+        let mut line = self.prefetched.max(self.pos);
+        while line < ahead {
+            keel_sync::prefetch(&self.block.bytes[line..]);
+            line += CACHE_LINE;
+        }
+        self.prefetched = self.prefetched.max(line);
+    }
+
+    /// Decodes the cell at `pos` onto the end of `out` and moves `pos` past it (crossing no
+    /// block: the caller checks that one is left).
+    fn push_next(&mut self, out: &mut Vec<Cell>) -> Result<()> {
+        let next = decode_push_at(
+            self.reader.path_ref(),
+            self.block_offset,
+            &self.block.bytes,
+            self.pos,
+            out,
+        )?;
+        if next > self.block.cells_end {
+            out.pop();
+            return Err(crate::error::corrupt(
+                self.reader.path_ref(),
+                self.block_offset,
+                format!("cell at byte {} runs past the block's cells", self.pos),
+            ));
+        }
+        self.pos = next;
+        self.prefetch_ahead();
+        Ok(())
     }
 
     fn advance_to(&mut self, key: &CellKey) -> Result<()> {
@@ -596,6 +624,47 @@ impl KeyValueScanner for StoreFileScanner<'_> {
             self.load_next()?;
         }
         Ok(())
+    }
+
+    /// The row's cells straight from the block, each decided where it was decoded: the current
+    /// cell (decoded before the call, or as a block's first) in `current`, the rest of the
+    /// block's part of the row at the end of `out`, where a kept cell stays (a passed one is
+    /// popped, and the one the walk ends at goes back to `current`). Moving each kept cell from
+    /// `current` into `out` read its 64 bytes back in other widths than they were written in
+    /// and waited for them; building it in `out` made a ten-column scan about a tenth faster.
+    fn take_row(&mut self, row: &[u8], out: &mut Vec<Cell>, decide: &mut Decide<'_>) -> Result<()> {
+        loop {
+            let Some(cell) = &self.current else {
+                return Ok(());
+            };
+            if !same_bytes(cell.row(), row) {
+                return Ok(());
+            }
+            match decide(cell, out) {
+                Take::Keep => out.extend(self.current.take()),
+                Take::Pass => self.current = None,
+                Take::Stop => return Ok(()),
+            }
+            while self.pos < self.block.cells_end {
+                self.push_next(out)?;
+                let (kept, last) = out.split_at(out.len() - 1);
+                let cell = &last[0];
+                let take = if same_bytes(cell.row(), row) {
+                    decide(cell, kept)
+                } else {
+                    Take::Stop
+                };
+                match take {
+                    Take::Keep => {}
+                    Take::Pass => drop(out.pop()),
+                    Take::Stop => {
+                        self.current = out.pop();
+                        return Ok(());
+                    }
+                }
+            }
+            self.load_next()?;
+        }
     }
 
     fn seek(&mut self, key: &CellKey) -> Result<()> {

@@ -13,7 +13,7 @@ use keel_cell::{Cell, CellKey};
 use keel_fs::{FileSystem, StdFs};
 use keel_storefile::{
     BlockKey, BlockSource, BloomType, Compression, DirectSource, Encoding, KeyValueScanner,
-    MergeScanner, RowRange, StoreFileReader, StoreFileWriter, VecScanner, WriterOptions,
+    MergeScanner, RowRange, StoreFileReader, StoreFileWriter, Take, VecScanner, WriterOptions,
 };
 use proptest::prelude::*;
 
@@ -407,7 +407,42 @@ proptest! {
             }
             peeked.push(cell);
         }
-        prop_assert_eq!(peeked, expected);
+        prop_assert_eq!(&peeked, &expected);
+        prop_assert_eq!(taken, wanted);
+
+        // The same decisions a row at a time through `take_row`: it shows every cell of the
+        // row once, in order, with the results kept so far, until a `Stop`, where the cell is
+        // left for the walker (who passes it over itself).
+        merge.seek(&start).expect("test setup");
+        let (mut shown, mut taken, mut wanted) = (Vec::new(), Vec::new(), Vec::new());
+        let mut decisions = 0usize;
+        while let Some(first) = merge.peek() {
+            let row = first.row_bytes();
+            merge
+                .take_row(&row, &mut taken, &mut |cell, kept| {
+                    assert_eq!(kept, &wanted[..], "the results kept so far");
+                    assert_eq!(cell.row(), &row[..], "a cell of the row");
+                    let take = match takes[decisions % takes.len()] {
+                        0 => Take::Keep,
+                        1 => Take::Pass,
+                        _ => Take::Stop,
+                    };
+                    decisions += 1;
+                    if take != Take::Stop {
+                        shown.push(cell.clone());
+                    }
+                    if take == Take::Keep {
+                        wanted.push(cell.clone());
+                    }
+                    take
+                })
+                .expect("test setup");
+            if let Some(left) = merge.peek().filter(|c| c.row() == row).cloned() {
+                shown.push(left);
+                merge.skip().expect("test setup");
+            }
+        }
+        prop_assert_eq!(&shown, &expected);
         prop_assert_eq!(taken, wanted);
 
         // Reseeks over the merge, every third cell's key ahead, with steps between: each lands

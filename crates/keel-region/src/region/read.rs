@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellKey};
-use keel_storefile::{KeyValueScanner, MergeScanner, StoreFileReader};
+use keel_cell::{Cell, CellKey, same_bytes};
+use keel_storefile::{KeyValueScanner, MergeScanner, StoreFileReader, Take};
 
 use super::{MemSource, Region, Store, now_ms};
 use crate::error::RegionError;
@@ -52,9 +52,31 @@ impl Region {
             let mut skip = crate::scanner::ColumnSkip::default();
             let last_named = last_named_qualifier(query, name);
             // Each cell is decided on where it lies in its source and then moved once into
-            // the results or dropped (see `RegionScanner::read_row`).
-            while let Some(cell) = merge.peek() {
-                if cell.row() != row {
+            // the results or dropped (see `RegionScanner::read_row`): the row in one call
+            // (`take_row`) while no seek is due, the loop below for a cell that is.
+            let mut finished = false;
+            loop {
+                merge.take_row(&row, &mut out, &mut |cell, kept| {
+                    if finished
+                        || column_step(query, name, cell.qualifier()) != ColumnStep::Read
+                        || !skip.lets_through(cell, kept.last())
+                    {
+                        return Take::Stop;
+                    }
+                    let admitted = matcher.admit(cell);
+                    if matcher.column_done() {
+                        finished = last_named.is_some_and(|last| cell.qualifier() == &last[..]);
+                        skip.column_done(cell, admitted);
+                    }
+                    if admitted { Take::Keep } else { Take::Pass }
+                })?;
+                if finished {
+                    break;
+                }
+                let Some(cell) = merge.peek() else {
+                    break;
+                };
+                if !same_bytes(cell.row(), &row) {
                     break;
                 }
                 // A get naming columns seeks from one to the next and ends after the last.
@@ -74,7 +96,7 @@ impl Region {
                 // The last named column finished: nothing after it in the row can be admitted,
                 // so the get ends here instead of seeking past the column's older versions (a
                 // counter's row holds every increment's cell until a flush drops them).
-                let finished = matcher.column_done()
+                finished = matcher.column_done()
                     && last_named.is_some_and(|last| cell.qualifier() == &last[..]);
                 if matcher.column_done() {
                     skip.column_done(cell, admitted);
