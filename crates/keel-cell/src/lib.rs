@@ -41,6 +41,7 @@ mod codec;
 mod error;
 mod key;
 mod limits;
+mod take;
 
 pub use block::BlockKey;
 pub use cell::{Cell, CellBuilder};
@@ -53,6 +54,7 @@ pub use codec::{
 pub use error::{CellError, DecodeError, escape_bytes};
 pub use key::{CellKey, KeyParts, LATEST_TIMESTAMP, compare_bytes, same_bytes};
 pub use limits::{CellLimits, MAX_ENCODED_CELL_LEN, MAX_FAMILY_LEN, MAX_ROW_LEN};
+pub use take::{Decide, Take};
 
 /// The crate README's example, compiled and run as a doctest.
 #[doc = include_str!("../README.md")]

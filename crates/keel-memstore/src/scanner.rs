@@ -2,7 +2,7 @@
 
 use std::ops::{Bound, RangeBounds};
 
-use keel_cell::{Cell, CellKey};
+use keel_cell::{Cell, CellKey, Decide, Take, same_bytes};
 
 use std::sync::Arc;
 
@@ -367,6 +367,73 @@ impl MemStoreScanner {
         self.find_front();
     }
 
+    /// Walks the cells of `row` from the next one, showing each to `decide` (with the results
+    /// kept so far) and keeping (cloned into `out`) or passing it as told, until a cell of
+    /// another row, the end, or [`Take::Stop`] (that cell stays next): the loop of
+    /// [`peek`](MemStoreScanner::peek), [`next_into`](MemStoreScanner::next_into) and
+    /// [`pass_next`](MemStoreScanner::pass_next) a row reader would write, in one call. While
+    /// another segment also holds cells of `row`, it goes cell by cell through the segments'
+    /// merge; once one segment alone does (the common case: a row written in one put), along
+    /// that segment only, without comparing the other segments' heads at every cell.
+    pub fn take_row(&mut self, row: &[u8], out: &mut Vec<Cell>, decide: &mut Decide<'_>) {
+        while let Some(index) = self.front {
+            let Some(cell) = self.heads[index].front() else {
+                return;
+            };
+            if !same_bytes(cell.row(), row) {
+                return;
+            }
+            if self.alone_in_row(index, row) {
+                self.take_alone(index, row, out, decide);
+                return;
+            }
+            match decide(cell, out) {
+                Take::Keep => self.next_into(out),
+                Take::Pass => self.pass_next(),
+                Take::Stop => return,
+            }
+        }
+    }
+
+    /// Whether no segment but `index` has its head in `row`. The others' heads sort after
+    /// `index`'s, so one in a later row holds nothing more of `row` (no duplicate key either).
+    fn alone_in_row(&self, index: usize, row: &[u8]) -> bool {
+        self.heads.iter().enumerate().all(|(other, head)| {
+            other == index || head.front().is_none_or(|cell| !same_bytes(cell.row(), row))
+        })
+    }
+
+    /// [`MemStoreScanner::take_row`] along segment `index`, which alone holds the rest of `row`.
+    fn take_alone(
+        &mut self,
+        index: usize,
+        row: &[u8],
+        out: &mut Vec<Cell>,
+        decide: &mut Decide<'_>,
+    ) {
+        self.fresh_at = None;
+        // The end is checked per cell only when it can fall inside this row.
+        let end = match &self.end {
+            Bound::Included(end) | Bound::Excluded(end) if end.row() <= row => Some(&self.end),
+            _ => None,
+        };
+        let head = &mut self.heads[index];
+        while let Some(cell) = head.front() {
+            if !same_bytes(cell.row(), row) || end.is_some_and(|end| !within(end, cell.key())) {
+                break;
+            }
+            match decide(cell, out) {
+                Take::Keep => {
+                    out.push(cell.clone());
+                    head.pass(self.read_point);
+                }
+                Take::Pass => head.pass(self.read_point),
+                Take::Stop => break,
+            }
+        }
+        self.find_front();
+    }
+
     /// The segment whose head sorts first; the newest segment on ties.
     fn smallest(&self) -> Option<usize> {
         let mut best: Option<(usize, &CellKey)> = None;
@@ -381,11 +448,16 @@ impl MemStoreScanner {
     }
 
     fn within_end(&self, key: &CellKey) -> bool {
-        match &self.end {
-            Bound::Included(end) => key <= end,
-            Bound::Excluded(end) => key < end,
-            Bound::Unbounded => true,
-        }
+        within(&self.end, key)
+    }
+}
+
+/// Whether `key` is within the scan's `end`.
+fn within(end: &Bound<CellKey>, key: &CellKey) -> bool {
+    match end {
+        Bound::Included(end) => key <= end,
+        Bound::Excluded(end) => key < end,
+        Bound::Unbounded => true,
     }
 }
 

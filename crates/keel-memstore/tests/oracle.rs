@@ -1,14 +1,14 @@
 //! keel-memstore against a `BTreeMap` oracle: random adds, in-memory flushes, rollbacks,
-//! snapshots, clears and scans —
-//! forwards, backwards row by row as a reversed scan moves, and one row as a get reads it
-//! (through the segments' row filters) — at random read points, with
-//! MSLAB on (tiny chunks, so chunk turnover happens) and off.
+//! snapshots, clears and scans — forwards (to the end or to a key), cell by cell and row by
+//! row; backwards row by row as a reversed scan moves; and one row as a get reads it (through
+//! the segments' row filters) — at random read points, with MSLAB on (tiny chunks, so chunk
+//! turnover happens) and off.
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellKey};
-use keel_memstore::{MemStore, MemStoreOptions};
+use keel_cell::{Cell, CellKey, Take};
+use keel_memstore::{MemStore, MemStoreOptions, MemStoreScanner};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -35,6 +35,12 @@ enum Op {
     Reseek {
         read_point: u64,
         take: usize,
+        to: CellKey,
+    },
+    /// A scan up to `to` (excluded), which may fall inside a row: read cell by cell and row by
+    /// row.
+    Bounded {
+        read_point: u64,
         to: CellKey,
     },
     /// A get's read of one row (rows `r0`..`r7`: some never written).
@@ -80,6 +86,10 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0u64..14, 0usize..40, small_cell()).prop_map(|(read_point, take, to)| Op::Reseek {
             read_point,
             take,
+            to: to.key().clone(),
+        }),
+        1 => (0u64..14, small_cell()).prop_map(|(read_point, to)| Op::Bounded {
+            read_point,
             to: to.key().clone(),
         }),
         2 => (0u64..14, 0u8..8).prop_map(|(read_point, row)| Op::Row { read_point, row }),
@@ -230,6 +240,11 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                     .map(|(_, c)| c.clone())
                     .collect();
                 prop_assert_eq!(kept, wanted);
+                let mut scanner = match &from {
+                    Some(from) => memstore.scanner(from.clone().., read_point),
+                    None => memstore.scanner(.., read_point),
+                };
+                prop_assert_eq!(take_rows(&mut scanner)?, without_q1(&expected));
                 let mut visited = Vec::new();
                 let mut collect = |key: &CellKey, value: &[u8]| {
                     visited.push((key.clone(), Bytes::copy_from_slice(value)));
@@ -259,6 +274,17 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                     .collect();
                 prop_assert_eq!(rest, expected_rest);
             }
+            Op::Bounded { read_point, to } => {
+                let mut expected = oracle.visible(read_point, None);
+                expected.retain(|(key, _)| *key < to);
+                let got: Vec<_> = memstore
+                    .scanner(..to.clone(), read_point)
+                    .map(Cell::into_parts)
+                    .collect();
+                prop_assert_eq!(&got, &expected);
+                let mut scanner = memstore.scanner(..to, read_point);
+                prop_assert_eq!(take_rows(&mut scanner)?, without_q1(&expected));
+            }
             Op::Row { read_point, row } => {
                 let row = Bytes::from(vec![b'r', row]);
                 let expected: Vec<_> = oracle
@@ -270,7 +296,9 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                     .row_scanner(&row, read_point)
                     .map(Cell::into_parts)
                     .collect();
-                prop_assert_eq!(got, expected);
+                prop_assert_eq!(&got, &expected);
+                let mut scanner = memstore.row_scanner(&row, read_point);
+                prop_assert_eq!(take_rows(&mut scanner)?, without_q1(&expected));
             }
             Op::Backward { read_point, from } => {
                 let visible = oracle.visible(read_point, None);
@@ -327,6 +355,43 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
         prop_assert!(pipeline.min_sequence_id <= pipeline_min.unwrap_or(u64::MAX));
     }
     Ok(())
+}
+
+/// Reads `scanner` row by row through `take_row`: cells of qualifier `q1` passed, a cell of
+/// timestamp 3 stopped at (then checked to be the next cell, and kept), the others kept.
+fn take_rows(scanner: &mut MemStoreScanner) -> Result<Vec<(CellKey, Bytes)>, TestCaseError> {
+    let mut kept = Vec::new();
+    while let Some(first) = scanner.peek() {
+        let row = first.row_bytes();
+        let mut stopped = None;
+        scanner.take_row(&row, &mut kept, &mut |cell, _| {
+            if cell.qualifier() == b"q\x01" {
+                Take::Pass
+            } else if cell.timestamp() == 3 {
+                stopped = Some(cell.key().clone());
+                Take::Stop
+            } else {
+                Take::Keep
+            }
+        });
+        match stopped {
+            Some(key) => {
+                prop_assert_eq!(scanner.peek().map(Cell::key), Some(&key));
+                scanner.next_into(&mut kept);
+            }
+            None => prop_assert!(scanner.peek().is_none_or(|cell| cell.row() != row)),
+        }
+    }
+    Ok(kept.into_iter().map(Cell::into_parts).collect())
+}
+
+/// `cells` without those of qualifier `q1`, as [`take_rows`] keeps them.
+fn without_q1(cells: &[(CellKey, Bytes)]) -> Vec<(CellKey, Bytes)> {
+    cells
+        .iter()
+        .filter(|(key, _)| key.qualifier() != b"q\x01")
+        .cloned()
+        .collect()
 }
 
 proptest! {

@@ -4,26 +4,9 @@
 
 use std::cmp::Ordering;
 
-use keel_cell::{Cell, CellKey, same_bytes};
+use keel_cell::{Cell, CellKey, Decide, Take, same_bytes};
 
 use crate::error::Result;
-
-/// What a reader taking a row's cells in one call ([`KeyValueScanner::take_row`]) does with
-/// each cell it is shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Take {
-    /// Move the cell into the results and go on with the row.
-    Keep,
-    /// Drop the cell and go on with the row.
-    Pass,
-    /// Leave the cell where it is (it is then the scanner's `peek`) and return: the reader
-    /// handles it by itself (a seek, typically).
-    Stop,
-}
-
-/// The decision a [`KeyValueScanner::take_row`] reader makes about a cell, given the results
-/// kept so far.
-pub type Decide<'d> = dyn FnMut(&Cell, &[Cell]) -> Take + 'd;
 
 /// A sorted source of cells that can be positioned.
 ///

@@ -4,10 +4,10 @@
 //! compaction writes the daughter's own files and drops the references.
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellKey};
+use keel_cell::{Cell, CellKey, Decide};
 
 use crate::error::Result;
-use crate::merge::{Decide, KeyValueScanner};
+use crate::merge::KeyValueScanner;
 
 /// Rows `[start, end)`; an empty bound is open (empty start: from the first row; empty end: to
 /// the last).

@@ -5,12 +5,12 @@ use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellKey, CellRef, compare_bytes, same_bytes};
+use keel_cell::{Cell, CellKey, CellRef, Decide, Take, compare_bytes, same_bytes};
 
 use crate::encoding::{decode_into_at, decode_push_at, decode_ref_at};
 use crate::error::Result;
 use crate::index::{BlockAt, IndexBlock};
-use crate::merge::{Decide, KeyValueScanner, Take};
+use crate::merge::KeyValueScanner;
 use crate::reader::{DataBlock, StoreFileReader};
 use crate::row_starts::{self, cell_row_at};
 

@@ -80,6 +80,15 @@ impl KeyValueScanner for MemSource {
         self.0.pass_next();
         Ok(())
     }
+    fn take_row(
+        &mut self,
+        row: &[u8],
+        out: &mut Vec<Cell>,
+        decide: &mut keel_storefile::Decide<'_>,
+    ) -> keel_storefile::Result<()> {
+        self.0.take_row(row, out, decide);
+        Ok(())
+    }
     fn seek(&mut self, key: &CellKey) -> keel_storefile::Result<()> {
         self.0.seek(key);
         Ok(())
