@@ -6,7 +6,7 @@
 //! backwards must match it too.
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellKey};
+use keel_cell::{Cell, CellKey, Take};
 use keel_storefile::{KeyValueScanner, MergeScanner, VecScanner};
 use proptest::prelude::*;
 
@@ -51,6 +51,8 @@ enum Step {
     Skip,
     Seek(CellKey),
     Reseek(CellKey),
+    /// `take_row` of the current cell's row, deciding its cells in this order, round again.
+    TakeRow(Vec<Take>),
 }
 
 fn step_strategy() -> impl Strategy<Value = Step> {
@@ -60,6 +62,11 @@ fn step_strategy() -> impl Strategy<Value = Step> {
         1 => Just(Step::Skip),
         1 => key_strategy().prop_map(Step::Seek),
         2 => key_strategy().prop_map(Step::Reseek),
+        2 => prop::collection::vec(
+            prop::sample::select(vec![Take::Keep, Take::Keep, Take::Pass, Take::Stop]),
+            1..6,
+        )
+        .prop_map(Step::TakeRow),
     ]
 }
 
@@ -136,6 +143,35 @@ proptest! {
                 Step::Reseek(key) => {
                     merge.reseek(&key).expect("in memory");
                     at = at.max(all.partition_point(|c| c.key() < &key));
+                }
+                Step::TakeRow(decisions) => {
+                    let Some(row) = all.get(at).map(|c| c.row_bytes()) else {
+                        continue;
+                    };
+                    // The oracle: the row's cells from `at` in order, up to the first `Stop`.
+                    let (mut wanted, mut shown) = (Vec::new(), Vec::new());
+                    while let Some(cell) = all.get(at).filter(|c| c.row() == &row[..]) {
+                        let take = decisions[shown.len() % decisions.len()];
+                        shown.push(cell.clone());
+                        match take {
+                            Take::Keep => wanted.push(cell.clone()),
+                            Take::Pass => {}
+                            Take::Stop => break,
+                        }
+                        at += 1;
+                    }
+                    let (mut out, mut seen) = (Vec::new(), Vec::<Cell>::new());
+                    merge
+                        .take_row(&row, &mut out, &mut |cell, kept| {
+                            let take = decisions[seen.len() % decisions.len()];
+                            let kept_before = wanted.iter().filter(|w| seen.contains(w)).count();
+                            assert_eq!(kept.len(), kept_before, "the results kept so far");
+                            seen.push(cell.clone());
+                            take
+                        })
+                        .expect("in memory");
+                    prop_assert_eq!(seen, shown);
+                    prop_assert_eq!(out, wanted);
                 }
             }
             prop_assert_eq!(merge.peek(), all.get(at));
