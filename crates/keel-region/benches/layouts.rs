@@ -10,9 +10,14 @@
 //! `scan_columns_vs_cell` = one-cell time ÷ ten-column time (1.0 would be "the layout costs
 //! nothing"; the issue's floor is 0.67: the columns layout no more than 1.5× the cell layout
 //! for the same bytes). `get_columns_vs_cell`: the same for whole-row gets.
+//! `get_shared_vs_flushed`: whole-row gets of the ten-column records when two columns of each
+//! were updated since the flush (the new versions in the memstore, the rest in the store file)
+//! against the same gets with every cell in the file — time in one file ÷ time shared, 1.0
+//! when a row split between the memstore and a file costs nothing more.
 //!
 //! With `LAYOUTS_PROFILE` set in the environment it runs only the ten-column scans, twenty
-//! times over, for `perf record` (`LAYOUTS_PROFILE=get`: the ten-column gets instead).
+//! times over, for `perf record` (`LAYOUTS_PROFILE=get`: the ten-column gets instead;
+//! `LAYOUTS_PROFILE=shared`: the gets of rows the memstore and the file share).
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
@@ -28,6 +33,8 @@ const FIELDS: usize = 10;
 const FIELD: usize = 100;
 const SCAN_ROWS: usize = 50;
 const SCANS: usize = 2_000;
+/// The columns `get_shared_vs_flushed` updates after the flush.
+const UPDATED: [usize; 2] = [2, 6];
 
 fn row(i: usize) -> Bytes {
     Bytes::from(format!(
@@ -85,6 +92,22 @@ fn store(layout: Layout, records: usize) -> Store {
     }
 }
 
+/// Writes newer versions of [`UPDATED`] columns of every record, left in the memstore.
+fn update_columns(store: &Store, records: usize) {
+    for i in 0..records {
+        let cells = UPDATED
+            .iter()
+            .map(|f| {
+                Cell::put(row(i), "f", format!("field{f}"), 2, vec![b'z'; FIELD]).expect("cell")
+            })
+            .collect();
+        store
+            .table
+            .mutate(cells, Durability::SkipWal)
+            .expect("write");
+    }
+}
+
 /// Runs the scans from `starts`: (time, cells returned).
 fn scans(table: &Table, starts: &[Bytes]) -> (Duration, usize) {
     let begun = Instant::now();
@@ -123,6 +146,8 @@ fn main() {
     println!("loading {records} records of {FIELDS} × {FIELD} B, as columns and as one cell…");
     let columns = store(Layout::Columns, records);
     let cell = store(Layout::Cell, records);
+    let shared = store(Layout::Columns, records);
+    update_columns(&shared, records);
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     let mut random = move || {
         seed ^= seed << 13;
@@ -136,13 +161,15 @@ fn main() {
         for _ in 0..20 {
             if profile == "get" {
                 gets(&columns.table, &keys);
+            } else if profile == "shared" {
+                gets(&shared.table, &keys);
             } else {
                 scans(&columns.table, &starts);
             }
         }
         return;
     }
-    let (mut scan_ratios, mut get_ratios) = (Vec::new(), Vec::new());
+    let (mut scan_ratios, mut get_ratios, mut shared_ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
         let timed = |f: &dyn Fn(&Table) -> (Duration, usize)| {
             let (c, k) = if round % 2 == 0 {
@@ -163,9 +190,21 @@ fn main() {
         };
         let scan = timed(&|t| scans(t, &starts));
         let get = timed(&|t| gets(t, &keys));
-        println!("round {round}: scan cell/columns time {scan:.3}, get {get:.3}");
+        let (flushed_time, shared_time) = if round % 2 == 0 {
+            let f = gets(&columns.table, &keys);
+            (f, gets(&shared.table, &keys))
+        } else {
+            let s = gets(&shared.table, &keys);
+            (gets(&columns.table, &keys), s)
+        };
+        assert_eq!(flushed_time.1, shared_time.1, "the shared rows lost cells");
+        let shared_ratio = flushed_time.0.as_secs_f64() / shared_time.0.as_secs_f64();
+        println!(
+            "round {round}: scan cell/columns time {scan:.3}, get {get:.3}, get flushed/shared {shared_ratio:.3}"
+        );
         scan_ratios.push(scan);
         get_ratios.push(get);
+        shared_ratios.push(shared_ratio);
     }
     let spread = |v: &[f64]| {
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
@@ -173,10 +212,12 @@ fn main() {
         format!("{lo:.3}–{hi:.3}")
     };
     println!(
-        "scan spread {}, get spread {}",
+        "scan spread {}, get spread {}, shared spread {}",
         spread(&scan_ratios),
-        spread(&get_ratios)
+        spread(&get_ratios),
+        spread(&shared_ratios)
     );
     println!("{}", figure("scan_columns_vs_cell", median(scan_ratios)));
     println!("{}", figure("get_columns_vs_cell", median(get_ratios)));
+    println!("{}", figure("get_shared_vs_flushed", median(shared_ratios)));
 }

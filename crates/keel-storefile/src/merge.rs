@@ -196,26 +196,6 @@ fn sift_down(sources: Sources<'_, '_>, heap: &mut [usize], mut i: usize) {
     }
 }
 
-/// Source `current`, to move, and the key of source `top`'s current cell (which it holds), to
-/// stop at: two sources of one merge borrowed at once.
-fn source_and_limit<'s, 'a>(
-    sources: &'s mut [Box<dyn KeyValueScanner + 'a>],
-    current: usize,
-    top: usize,
-) -> (&'s mut Box<dyn KeyValueScanner + 'a>, &'s CellKey) {
-    let (source, other) = if current < top {
-        let (low, high) = sources.split_at_mut(top);
-        (&mut low[current], &high[0])
-    } else {
-        let (low, high) = sources.split_at_mut(current);
-        (&mut high[0], &low[top])
-    };
-    let limit = other
-        .peek()
-        .expect("the heap holds only sources with a cell");
-    (source, limit.key())
-}
-
 impl<'a> MergeScanner<'a> {
     /// Merges `sources` (oldest first), each sought to `start`.
     pub fn new(
@@ -320,10 +300,9 @@ impl KeyValueScanner for MergeScanner<'_> {
         Ok(())
     }
 
-    /// The current source takes the row's cells up to the first one another source holds
-    /// (the heap's top): a row whose cells lie in one source is taken in one call, and one
-    /// spread over sources (a store file's columns and the memstore's newer versions of a
-    /// few) in one call per stretch, not one merge step per cell.
+    /// While another source also holds cells of `row`, cell by cell through the merge; once
+    /// the current source alone does (the other sources' first cells are of later rows, the
+    /// common case: a row lives in one store file), that source takes the rest of the row.
     fn take_row(&mut self, row: &[u8], out: &mut Vec<Cell>, decide: &mut Decide<'_>) -> Result<()> {
         while let Some(current) = self.current {
             let Some(cell) = self.sources[current].peek() else {
@@ -332,39 +311,20 @@ impl KeyValueScanner for MergeScanner<'_> {
             if !same_bytes(cell.row(), row) {
                 break;
             }
-            let limit = self
-                .heap
-                .first()
-                .and_then(|&top| self.sources[top].peek().map(|c| (top, c)))
-                .filter(|(_, c)| same_bytes(c.row(), row));
-            let Some((top, limit)) = limit else {
-                // No other source holds the rest of the row.
+            let alone = self.heap.first().is_none_or(|&top| {
+                self.sources[top]
+                    .peek()
+                    .is_none_or(|c| !same_bytes(c.row(), row))
+            });
+            if alone {
                 self.sources[current].take_row(row, out, decide)?;
                 self.settle();
                 break;
-            };
-            if cell.key() >= limit.key() {
-                // Equal keys: this (newer) source's cell goes first, by itself.
-                match decide(cell, out) {
-                    Take::Keep => self.next_into(out)?,
-                    Take::Pass => self.skip()?,
-                    Take::Stop => break,
-                }
-                continue;
             }
-            let (source, limit) = source_and_limit(&mut self.sources, current, top);
-            let mut stopped = false;
-            source.take_row(row, out, &mut |cell, kept| {
-                if cell.key() >= limit {
-                    return Take::Stop;
-                }
-                let take = decide(cell, kept);
-                stopped = take == Take::Stop;
-                take
-            })?;
-            self.settle();
-            if stopped {
-                break;
+            match decide(cell, out) {
+                Take::Keep => self.next_into(out)?,
+                Take::Pass => self.skip()?,
+                Take::Stop => break,
             }
         }
         Ok(())
