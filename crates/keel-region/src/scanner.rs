@@ -90,6 +90,8 @@ impl Draining {
 #[derive(Debug, Default)]
 pub(crate) struct ColumnSkip {
     done: Option<Finished>,
+    /// Older versions of the finished column passed over in place since it finished.
+    passed: u8,
 }
 
 /// Where the finished column's coordinates are.
@@ -112,6 +114,7 @@ impl ColumnSkip {
         if cell.qualifier().is_empty() {
             return;
         }
+        self.passed = 0;
         self.done = Some(if kept {
             Finished::Kept
         } else {
@@ -144,24 +147,37 @@ impl ColumnSkip {
         ))
     }
 
-    /// Whether `next` may be read as it is: `false` when
-    /// [`ColumnSkip::past_finished_column`] would seek past it (its state is then left for
-    /// that call). A reader taking a row in one call ([`KeyValueScanner::take_row`]) asks
-    /// this and stops at the cell the seek is due at.
+    /// For a reader taking a row in one call ([`KeyValueScanner::take_row`]): `None` when
+    /// `next` may be read as it is; [`Take::Pass`] for one of the first
+    /// [`PASSED_BEFORE_SEEK`] older versions of the finished column, passed over where it
+    /// lies (the seek [`ColumnSkip::past_finished_column`] would make skips it unread too);
+    /// [`Take::Stop`] at the next one, where that seek is due (its state is then left for that
+    /// call). A column updated since its file was written (a newer version in the memstore,
+    /// the old one in the file) stopped the take at every such column for a seek that only
+    /// stepped over one cell.
     #[inline]
-    pub(crate) fn lets_through(&mut self, next: &Cell, last_kept: Option<&Cell>) -> bool {
+    pub(crate) fn take_or_stop(&mut self, next: &Cell, last_kept: Option<&Cell>) -> Option<Take> {
         let finished = match &self.done {
-            None => return true,
+            None => return None,
             Some(Finished::Dropped(key)) => Some(key),
             Some(Finished::Kept) => last_kept.map(Cell::key),
         };
         if finished.is_some_and(|finished| next.key().same_column(finished)) {
-            return false;
+            if self.passed < PASSED_BEFORE_SEEK {
+                self.passed += 1;
+                return Some(Take::Pass);
+            }
+            return Some(Take::Stop);
         }
         self.done = None;
-        true
+        None
     }
 }
+
+/// How many older versions of a finished column a reader taking a row in one call passes
+/// over before it stops for a seek: a seek re-positions every source and pays for itself only
+/// over more cells than a column usually holds.
+const PASSED_BEFORE_SEEK: u8 = 2;
 
 /// Where a read that names columns goes from a cell: [`column_step`].
 #[derive(Debug, PartialEq, Eq)]
@@ -462,9 +478,11 @@ impl RegionScanner {
         let (matcher, skip, query) = (&mut self.matcher, &mut self.skip, &self.scan.query);
         let cells_read = &mut self.cells_read;
         self.merge.take_row(row, out, &mut |cell, kept| {
-            if !skip.lets_through(cell, kept.last())
-                || (query.columns.is_some()
-                    && column_step(query, cell.family(), cell.qualifier()) != ColumnStep::Read)
+            if let Some(take) = skip.take_or_stop(cell, kept.last()) {
+                return take;
+            }
+            if query.columns.is_some()
+                && column_step(query, cell.family(), cell.qualifier()) != ColumnStep::Read
             {
                 return Take::Stop;
             }

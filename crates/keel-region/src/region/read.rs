@@ -57,11 +57,11 @@ impl Region {
             let mut finished = false;
             loop {
                 merge.take_row(&row, &mut out, &mut |cell, kept| {
-                    if finished
-                        || column_step(query, name, cell.qualifier()) != ColumnStep::Read
-                        || !skip.lets_through(cell, kept.last())
-                    {
+                    if finished || column_step(query, name, cell.qualifier()) != ColumnStep::Read {
                         return Take::Stop;
+                    }
+                    if let Some(take) = skip.take_or_stop(cell, kept.last()) {
+                        return take;
                     }
                     let admitted = matcher.admit(cell);
                     if matcher.column_done() {
