@@ -46,14 +46,14 @@ pub trait KeyValueScanner: Send {
             if !same_bytes(cell.row(), row) {
                 break;
             }
-            match decide(cell, out) {
-                Take::Keep => self.next_into(out)?,
-                Take::Pass => self.skip()?,
-                Take::Stop => break,
+            let take = decide(cell, out);
+            if !apply(self, take, out)? {
+                break;
             }
         }
         Ok(())
     }
+
     /// Positions at the first cell ≥ `key`.
     fn seek(&mut self, key: &CellKey) -> Result<()>;
     /// Moves forward to the first cell ≥ `key`, never back (HBase's `reseek`): a scanner
@@ -70,6 +70,21 @@ pub trait KeyValueScanner: Send {
     /// of all with `None`; exhausted if there is none. A reversed scan reads a row forward from
     /// there, then asks for the row before it (HBase's `seekToPreviousRow`).
     fn seek_before_row(&mut self, row: Option<&[u8]>) -> Result<()>;
+}
+
+/// Does what `take` says with `scanner`'s current cell: keeps it (moved into `out`), passes
+/// it, or leaves it and answers `false` (a [`Take::Stop`]).
+fn apply<S: KeyValueScanner + ?Sized>(
+    scanner: &mut S,
+    take: Take,
+    out: &mut Vec<Cell>,
+) -> Result<bool> {
+    match take {
+        Take::Keep => scanner.next_into(out)?,
+        Take::Pass => scanner.skip()?,
+        Take::Stop => return Ok(false),
+    }
+    Ok(true)
 }
 
 /// The row of the cell before `cells[end]`-ish: the last row of `cells[..end]`, in a sorted
@@ -321,10 +336,9 @@ impl KeyValueScanner for MergeScanner<'_> {
                 self.settle();
                 break;
             }
-            match decide(cell, out) {
-                Take::Keep => self.next_into(out)?,
-                Take::Pass => self.skip()?,
-                Take::Stop => break,
+            let take = decide(cell, out);
+            if !apply(self, take, out)? {
+                break;
             }
         }
         Ok(())

@@ -400,16 +400,10 @@ impl<'a> StoreFileScanner<'a> {
                 )?;
                 // Decoded from the whole cached block, so that its fields share the one
                 // `Bytes`: a cell running into the row starts is damage all the same.
-                if next > self.block.cells_end {
+                if let Err(e) = self.move_past(next) {
                     self.current = None;
-                    return Err(crate::error::corrupt(
-                        self.reader.path_ref(),
-                        self.block_offset,
-                        format!("cell at byte {} runs past the block's cells", self.pos),
-                    ));
+                    return Err(e);
                 }
-                self.pos = next;
-                self.prefetch_ahead();
                 return Ok(());
             }
             if !self.next_block()? {
@@ -444,8 +438,13 @@ impl<'a> StoreFileScanner<'a> {
             self.pos,
             out,
         )?;
+        self.move_past(next).inspect_err(|_| drop(out.pop()))
+    }
+
+    /// Moves `pos` to `next`, the end of the cell just decoded at `pos`, or reports that cell
+    /// as running past the block's cells (into the row starts or beyond).
+    fn move_past(&mut self, next: usize) -> Result<()> {
         if next > self.block.cells_end {
-            out.pop();
             return Err(crate::error::corrupt(
                 self.reader.path_ref(),
                 self.block_offset,
