@@ -135,6 +135,18 @@ fn gets(table: &Table, keys: &[Bytes]) -> (Duration, usize) {
     (begun.elapsed(), cells)
 }
 
+/// Runs `a` and `b`, `a` first in even rounds and `b` first in odd ones; their results in
+/// the order (a, b).
+fn in_turn<T>(round: usize, a: impl FnOnce() -> T, b: impl FnOnce() -> T) -> (T, T) {
+    if round.is_multiple_of(2) {
+        let a = a();
+        (a, b())
+    } else {
+        let b = b();
+        (a(), b)
+    }
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -172,13 +184,7 @@ fn main() {
     let (mut scan_ratios, mut get_ratios, mut shared_ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
         let timed = |f: &dyn Fn(&Table) -> (Duration, usize)| {
-            let (c, k) = if round % 2 == 0 {
-                let c = f(&columns.table);
-                (c, f(&cell.table))
-            } else {
-                let k = f(&cell.table);
-                (f(&columns.table), k)
-            };
+            let (c, k) = in_turn(round, || f(&columns.table), || f(&cell.table));
             assert_eq!(c.1, k.1 * FIELDS, "the layouts returned different records");
             let per_record = |t: Duration| t.as_nanos() as f64 / k.1 as f64;
             print!(
@@ -190,13 +196,11 @@ fn main() {
         };
         let scan = timed(&|t| scans(t, &starts));
         let get = timed(&|t| gets(t, &keys));
-        let (flushed_time, shared_time) = if round % 2 == 0 {
-            let f = gets(&columns.table, &keys);
-            (f, gets(&shared.table, &keys))
-        } else {
-            let s = gets(&shared.table, &keys);
-            (gets(&columns.table, &keys), s)
-        };
+        let (flushed_time, shared_time) = in_turn(
+            round,
+            || gets(&columns.table, &keys),
+            || gets(&shared.table, &keys),
+        );
         assert_eq!(flushed_time.1, shared_time.1, "the shared rows lost cells");
         let shared_ratio = flushed_time.0.as_secs_f64() / shared_time.0.as_secs_f64();
         println!(
