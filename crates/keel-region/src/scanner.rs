@@ -46,8 +46,10 @@ pub struct RegionScanner {
     done: bool,
     /// Cells taken from the merge (what the scan read, whatever it returned).
     cells_read: u64,
-    /// Cells the last row returned: the next row's buffer starts that large (a scan's rows
-    /// are mostly alike, and growing the buffer moves every cell already in it).
+    /// Cells the last row returned, plus the slot a source's look past the row takes
+    /// ([`KeyValueScanner::take_row`]): the next row's buffer starts that large (a scan's rows
+    /// are mostly alike, and growing the buffer moves every cell already in it; sized for the
+    /// cells alone, every ten-column row grew to twenty at that look).
     row_hint: usize,
     /// The filter passes every cell of the current row as it is (`Active::passes_rest_of_row`,
     /// asked after `filter_row_key`): the row's cells skip the per-cell filter calls.
@@ -467,7 +469,7 @@ impl RegionScanner {
                 self.seek_hint(hint)?;
             }
         }
-        self.row_hint = out.len().min(1024);
+        self.row_hint = out.len().min(1024) + 1;
         Ok(out)
     }
 

@@ -40,7 +40,9 @@ pub trait KeyValueScanner: Send {
     /// [`skip`](KeyValueScanner::skip) a row reader would write, in one call: a merge hands the
     /// whole row to the one source that holds it, and a store file walks its block without a
     /// virtual call or a merge step per cell (the ten-column row read cell by cell paid both
-    /// ten times).
+    /// ten times). A source may decode the cell after the row into `out` to look at it and
+    /// take it back off (a store file does, within a block): a caller sizing `out` for the row
+    /// leaves one slot more, or the last look moves every cell already taken.
     fn take_row(&mut self, row: &[u8], out: &mut Vec<Cell>, decide: &mut Decide<'_>) -> Result<()> {
         while let Some(cell) = self.peek() {
             if !same_bytes(cell.row(), row) {

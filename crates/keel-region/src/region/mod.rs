@@ -217,8 +217,8 @@ pub struct Region {
     opened_ms: i64,
     /// The highest sequence id found in store files and replayed edits while opening.
     loaded_sequence: AtomicU64,
-    /// Cells the last get returned, up to 1 024: the next get's result starts with room for
-    /// that many (growing a vector of cells one doubling at a time reallocated twice per
+    /// Cells the last get returned, up to 1 024, plus the slot a source's look past the row
+    /// takes: the next get's result starts with room for that many (growing a vector of cells one doubling at a time reallocated twice per
     /// ten-column get, and glibc's realloc takes its arena's lock, which readers contended).
     /// Written only when it changes, so that a steady read load leaves its line shared.
     get_cells_hint: std::sync::atomic::AtomicUsize,

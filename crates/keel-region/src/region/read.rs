@@ -111,7 +111,9 @@ impl Region {
                 }
             }
         }
-        let seen = out.len().min(1024);
+        // One slot more than the row's cells: a source's look past the row lands there
+        // (`KeyValueScanner::take_row`).
+        let seen = out.len().min(1024) + 1;
         if seen != hint {
             self.get_cells_hint.store(seen, Ordering::Relaxed);
         }
