@@ -126,6 +126,8 @@ pub struct Matcher<'a> {
     family_delete_ts: Option<i64>,
     family_version_deletes: HashSet<i64>,
     rules: FamilyRules,
+    /// `min(query, family)` max versions: how many versions of a column the read returns.
+    max_versions: u32,
     /// The qualifier the column trackers below describe, when `in_column`.
     column: Vec<u8>,
     in_column: bool,
@@ -178,6 +180,7 @@ impl<'a> Matcher<'a> {
             family_delete_ts: None,
             family_version_deletes: HashSet::new(),
             rules: FamilyRules::default(),
+            max_versions: 0,
             column: Vec::new(),
             in_column: false,
             column_delete_ts: None,
@@ -189,7 +192,54 @@ impl<'a> Matcher<'a> {
     }
 
     /// True if `cell` belongs in the read's result.
+    #[inline]
     pub fn admit(&mut self, cell: &Cell) -> bool {
+        if self.admit_new_column(cell) {
+            return true;
+        }
+        self.admit_any(cell)
+    }
+
+    /// The common cell of a plain read, decided without the general path: a visible put that
+    /// starts a new column of the (row, family) the matcher is in, while nothing can hide it
+    /// (no family marker seen, no column list, no TTL, its timestamp in the range, at least
+    /// one version wanted). It is admitted, and its column is done when one version is wanted
+    /// — what [`Matcher::admit_any`] decides for it, set the same way. False: not such a cell,
+    /// nothing changed. The general path, called for every cell, cost a ten-column scan about
+    /// a quarter of its time (its entry alone saved and restored six registers per cell).
+    #[inline]
+    fn admit_new_column(&mut self, cell: &Cell) -> bool {
+        let ts = cell.timestamp();
+        let plain = self.in_column
+            && cell.cell_type() == CellType::Put
+            && cell.sequence_id() <= self.read_point
+            && self.max_versions > 0
+            && self.family_delete_ts.is_none()
+            && self.family_version_deletes.is_empty()
+            && self.rules.ttl_ms.is_none()
+            && self.query.columns.is_none()
+            && self.query.time_range.contains(ts);
+        if !plain
+            || same_bytes(&self.column, cell.qualifier())
+            || !same_bytes(&self.group_family, cell.family())
+            || !same_bytes(&self.group_row, cell.row())
+        {
+            return false;
+        }
+        self.column.clear();
+        self.column.extend_from_slice(cell.qualifier());
+        self.column_delete_ts = None;
+        if !self.version_deletes.is_empty() {
+            self.version_deletes.clear();
+        }
+        self.last_ts = Some(ts);
+        self.counted = 1;
+        self.column_done = self.max_versions == 1;
+        true
+    }
+
+    /// [`Matcher::admit`] for any cell.
+    fn admit_any(&mut self, cell: &Cell) -> bool {
         if cell.sequence_id() > self.read_point {
             return false;
         }
@@ -248,7 +298,7 @@ impl<'a> Matcher<'a> {
         }
         self.last_ts = Some(ts);
         self.counted += 1;
-        let max = self.query.max_versions.min(self.rules.max_versions);
+        let max = self.max_versions;
         if self.counted > max {
             self.column_done = true;
             return false;
@@ -295,6 +345,7 @@ impl<'a> Matcher<'a> {
                     .get(cell.family())
                     .copied()
                     .unwrap_or_default();
+                self.max_versions = self.query.max_versions.min(self.rules.max_versions);
             }
             self.family_delete_ts = None;
             if !self.family_version_deletes.is_empty() {
