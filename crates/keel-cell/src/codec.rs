@@ -274,10 +274,13 @@ pub(crate) fn layout(buf: &[u8], start: usize, limits: &CellLimits) -> Result<La
     let value_len = u32::from_le_bytes(field(&header, 8)) as usize;
     let timestamp = i64::from_le_bytes(field(&header, 12));
     let sequence_id = u64::from_le_bytes(field(&header, 20));
-    let cell_type = CellType::try_from(code).map_err(|source| DecodeError::InvalidCell {
-        offset: start,
-        source,
-    })?;
+    // A known code in line; the error (a `CellError` in a `Result`) built only for an unknown one.
+    let Some(cell_type) = CellType::from_code(code) else {
+        return Err(DecodeError::InvalidCell {
+            offset: start,
+            source: CellError::UnknownType { code },
+        });
+    };
     let mut pos = start + CELL_HEADER_LEN;
     let mut take = |what, len: usize| {
         if buf.len() - pos < len {
