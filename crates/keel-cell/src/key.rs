@@ -517,9 +517,35 @@ fn last_u64(s: &[u8]) -> u64 {
 
 /// `a == b` for byte strings, compared as [`compare_bytes`] compares them (no `memcmp` call): the
 /// scanners ask "same row?" of nearly every cell, and rows are short.
+///
+/// Equality needs no order, so the windows are tested as they are, not as numbers: short
+/// enough to stay inline at every "same row?" where the ordering comparison became a call.
 #[inline]
 pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && compare_bytes(a, b) == Ordering::Equal
+    if a.len() != b.len() {
+        return false;
+    }
+    let len = a.len();
+    if len >= 8 {
+        let (a_chunks, _) = a.as_chunks::<8>();
+        let (b_chunks, _) = b.as_chunks::<8>();
+        // Chunk by chunk as numbers: `==` on the chunk slices would call `memcmp`.
+        let word = |c: &[u8; 8]| u64::from_ne_bytes(*c);
+        return a_chunks
+            .iter()
+            .zip(b_chunks)
+            .all(|(x, y)| word(x) == word(y))
+            && a.last_chunk::<8>().map(word) == b.last_chunk::<8>().map(word);
+    }
+    if len >= 4 {
+        return a.first_chunk::<4>() == b.first_chunk::<4>()
+            && a.last_chunk::<4>() == b.last_chunk::<4>();
+    }
+    if len >= 2 {
+        return a.first_chunk::<2>() == b.first_chunk::<2>()
+            && a.last_chunk::<2>() == b.last_chunk::<2>();
+    }
+    a.first() == b.first()
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ impl CellLimits {
     pub const UNLIMITED: CellLimits = CellLimits { max_cell_size: 0 };
 
     /// The effective maximum encoded cell size.
+    #[inline]
     pub fn effective_max(&self) -> usize {
         if self.max_cell_size == 0 {
             MAX_ENCODED_CELL_LEN

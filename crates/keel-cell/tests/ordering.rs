@@ -3,7 +3,7 @@
 
 use std::cmp::{Ordering, Reverse};
 
-use keel_cell::{Cell, CellKey, CellType, KeyParts, compare_bytes};
+use keel_cell::{Cell, CellKey, CellType, KeyParts, compare_bytes, same_bytes};
 use keel_testkit::strategies;
 use proptest::prelude::*;
 
@@ -62,6 +62,26 @@ proptest! {
         prop_assert_eq!(compare_bytes(&a, &b), a.cmp(&b));
         prop_assert_eq!(compare_bytes(&b, &a), b.cmp(&a));
         prop_assert_eq!(compare_bytes(&a, &a), Ordering::Equal);
+        prop_assert_eq!(same_bytes(&a, &b), a == b);
+        prop_assert!(same_bytes(&a, &a));
+    }
+
+    /// Strings of one length differing in at most one byte, wherever it is: the case the
+    /// word-at-a-time windows must get right, and which independent strings seldom draw.
+    #[test]
+    fn one_length_strings_compare_and_match_like_slices(
+        a in prop::collection::vec(prop::sample::select(vec![0u8, 1, b'a', 0x7F, 0x80, 0xFF]), 0..24),
+        at in any::<prop::sample::Index>(),
+        byte in prop::sample::select(vec![0u8, 1, b'a', 0x7F, 0x80, 0xFF]),
+    ) {
+        let mut b = a.clone();
+        if !b.is_empty() {
+            let i = at.index(b.len());
+            b[i] = byte;
+        }
+        prop_assert_eq!(same_bytes(&a, &b), a == b);
+        prop_assert_eq!(compare_bytes(&a, &b), a.cmp(&b));
+        prop_assert_eq!(compare_bytes(&b, &a), b.cmp(&a));
     }
 
     #[test]
