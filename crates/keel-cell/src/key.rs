@@ -471,7 +471,9 @@ fn compare_same_len(a: &[u8], b: &[u8]) -> Ordering {
         let (a_chunks, _) = a.as_chunks::<8>();
         let (b_chunks, _) = b.as_chunks::<8>();
         for (x, y) in a_chunks.iter().zip(b_chunks) {
-            if x != y {
+            // Tested as numbers: `!=` on the arrays stayed a call (`spec_eq`), 4% of a
+            // ten-column get.
+            if u64::from_ne_bytes(*x) != u64::from_ne_bytes(*y) {
                 return u64::from_be_bytes(*x).cmp(&u64::from_be_bytes(*y));
             }
         }
