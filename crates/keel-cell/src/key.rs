@@ -520,9 +520,10 @@ fn last_u64(s: &[u8]) -> u64 {
 /// `a == b` for byte strings, compared as [`compare_bytes`] compares them (no `memcmp` call): the
 /// scanners ask "same row?" of nearly every cell, and rows are short.
 ///
-/// Equality needs no order, so the windows are tested as they are, not as numbers: short
-/// enough to stay inline at every "same row?" where the ordering comparison became a call.
-#[inline]
+/// Equality needs no order, so each window is tested as a native-endian number, with no byte
+/// swap: short enough to stay inline at every "same row?", where the ordering comparison had
+/// become a call (and `==` on byte arrays is one too).
+#[inline(always)]
 pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
@@ -540,12 +541,14 @@ pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
             && a.last_chunk::<8>().map(word) == b.last_chunk::<8>().map(word);
     }
     if len >= 4 {
-        return a.first_chunk::<4>() == b.first_chunk::<4>()
-            && a.last_chunk::<4>() == b.last_chunk::<4>();
+        let word = |c: &[u8; 4]| u32::from_ne_bytes(*c);
+        return a.first_chunk::<4>().map(word) == b.first_chunk::<4>().map(word)
+            && a.last_chunk::<4>().map(word) == b.last_chunk::<4>().map(word);
     }
     if len >= 2 {
-        return a.first_chunk::<2>() == b.first_chunk::<2>()
-            && a.last_chunk::<2>() == b.last_chunk::<2>();
+        let word = |c: &[u8; 2]| u16::from_ne_bytes(*c);
+        return a.first_chunk::<2>().map(word) == b.first_chunk::<2>().map(word)
+            && a.last_chunk::<2>().map(word) == b.last_chunk::<2>().map(word);
     }
     a.first() == b.first()
 }
