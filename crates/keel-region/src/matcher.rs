@@ -325,6 +325,22 @@ impl<'a> Matcher<'a> {
         self.column_done
     }
 
+    /// `family`'s rules. A table has a few families: they are compared one by one, not
+    /// hashed (a get's matcher starts afresh, so every get paid a SipHash of the family name
+    /// and a `memcmp` here).
+    fn rules_of(&self, family: &[u8]) -> FamilyRules {
+        const COMPARED_UP_TO: usize = 8;
+        let found = if self.families.len() <= COMPARED_UP_TO {
+            self.families
+                .iter()
+                .find(|(name, _)| same_bytes(name, family))
+                .map(|(_, rules)| rules)
+        } else {
+            self.families.get(family)
+        };
+        found.copied().unwrap_or_default()
+    }
+
     /// Resets the trackers when `cell` starts a new (row, family) or a new column.
     fn enter(&mut self, cell: &Cell) {
         let same_group = self.in_group
@@ -340,11 +356,7 @@ impl<'a> Matcher<'a> {
             if !same_family {
                 self.group_family.clear();
                 self.group_family.extend_from_slice(cell.family());
-                self.rules = self
-                    .families
-                    .get(cell.family())
-                    .copied()
-                    .unwrap_or_default();
+                self.rules = self.rules_of(cell.family());
                 self.max_versions = self.query.max_versions.min(self.rules.max_versions);
             }
             self.family_delete_ts = None;

@@ -89,8 +89,10 @@ impl ChangeWait {
 impl TableRegions {
     /// The index of the region holding `row`.
     pub(crate) fn locate(&self, row: &[u8]) -> usize {
+        // `compare_bytes`, not slice `<=`: the slice order is a `memcmp` call even for the
+        // first region's empty start key, 2% of a ten-column get's time in YCSB C.
         self.regions
-            .partition_point(|(entry, _)| entry.start_key[..] <= *row)
+            .partition_point(|(entry, _)| keel_cell::compare_bytes(&entry.start_key, row).is_le())
             .saturating_sub(1)
     }
 
