@@ -724,10 +724,17 @@ impl Shared {
     /// evidently never waited for them.
     fn writer_has_work(&self, state: &State) -> bool {
         let interval = self.options.async_sync_interval;
-        let async_due = state
-            .unsynced_since
-            .is_some_and(|t| t.elapsed() >= interval);
-        let stale = state.pending_since.is_some_and(|t| t.elapsed() >= interval);
+        // One clock read for both ages, and none when neither is running: this is asked under
+        // the log's lock at the end of every leader's turn.
+        let now = (state.unsynced_since.is_some() || state.pending_since.is_some())
+            .then(Instant::now);
+        let older = |since: Option<Instant>| {
+            since
+                .zip(now)
+                .is_some_and(|(since, now)| now.saturating_duration_since(since) >= interval)
+        };
+        let async_due = older(state.unsynced_since);
+        let stale = older(state.pending_since);
         state.pending_for_writer
             || stale
             || (state.closing && !state.pending.is_empty())

@@ -258,7 +258,7 @@ impl Region {
         // write can start, and every write that started has finished.
         self.check_open(true)?;
         let durability = self.resolve_durability(durability);
-        let step = Instant::now();
+        let mut lap = Lap::start();
         let (entry, pending) = {
             let _span = span!(DEBUG, "wal.append", cells = cells.len());
             // The cells are lent to the entry and taken back: the WAL encodes them, it keeps
@@ -284,19 +284,18 @@ impl Region {
         for cell in &mut cells {
             cell.set_sequence_id(entry.write_number());
         }
-        timings.wal_append = step.elapsed();
+        timings.wal_append = lap.next();
         match self.order {
             WriteOrder::Reordered => {
                 // Queued for whichever of the waiting writers the log wakes first to apply
                 // (`apply.rs`): the entry's completion goes with it.
                 let number = entry.detach();
                 self.applying.push(number, pending.ticket(), cells);
-                let step = Instant::now();
                 let waited = {
                     let _span = span!(DEBUG, "wal.sync_wait");
                     pending.wait()
                 };
-                timings.sync_wait = step.elapsed();
+                timings.sync_wait = lap.next();
                 if let Err(e) = waited {
                     // Not durable, so nobody applied it: taken back and completed unapplied.
                     if self.applying.withdraw(number).is_some() {
@@ -304,29 +303,25 @@ impl Region {
                     }
                     return Err(e.into());
                 }
-                let step = Instant::now();
                 self.apply_durable();
-                timings.memstore = step.elapsed();
-                let step = Instant::now();
+                timings.memstore = lap.next();
                 {
                     let _span = span!(DEBUG, "mvcc.wait");
                     self.mvcc.wait_visible(number);
                 }
-                timings.mvcc_wait = step.elapsed();
+                timings.mvcc_wait = lap.next();
                 drop(rows);
             }
             WriteOrder::Legacy => {
-                let step = Instant::now();
                 // Kept for the rollback below.
                 self.add_to_memstores(cells.clone());
-                timings.memstore = step.elapsed();
+                timings.memstore = lap.next();
                 drop(rows);
-                let step = Instant::now();
                 let synced = {
                     let _span = span!(DEBUG, "wal.sync_wait");
                     pending.wait()
                 };
-                timings.sync_wait = step.elapsed();
+                timings.sync_wait = lap.next();
                 if let Err(e) = synced {
                     // Not yet visible (the MVCC entry is open), so no reader saw these cells.
                     for store in self.stores.values() {
@@ -337,9 +332,8 @@ impl Region {
                     self.account.release(charged);
                     return Err(e.into());
                 }
-                let step = Instant::now();
                 self.mvcc.complete_and_wait(entry);
-                timings.mvcc_wait = step.elapsed();
+                timings.mvcc_wait = lap.next();
             }
         }
         Ok(timings)
@@ -369,5 +363,24 @@ impl Region {
 
     pub(super) fn count_writes(&self, operations: usize) {
         self.counters.write_requests.add(operations as u64);
+    }
+}
+
+/// The write's stage clock: each stage ends where the next begins, so a stage boundary reads
+/// the clock once (an `elapsed()` and a fresh `Instant::now()` per boundary were eleven clock
+/// reads a write, 4% of a YCSB A update's time in `clock_gettime`).
+struct Lap(Instant);
+
+impl Lap {
+    fn start() -> Lap {
+        Lap(Instant::now())
+    }
+
+    /// The time since the last boundary; this is the next one.
+    fn next(&mut self) -> Duration {
+        let now = Instant::now();
+        let stage = now.saturating_duration_since(self.0);
+        self.0 = now;
+        stage
     }
 }
