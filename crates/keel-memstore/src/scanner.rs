@@ -2,7 +2,7 @@
 
 use std::ops::{Bound, RangeBounds};
 
-use keel_cell::{Cell, CellKey, Decide, Take, same_bytes};
+use keel_cell::{Cell, CellKey, CellType, Decide, Take, compare_bytes, same_bytes};
 
 use std::sync::Arc;
 
@@ -412,9 +412,15 @@ impl MemStoreScanner {
         decide: &mut Decide<'_>,
     ) {
         self.fresh_at = None;
-        // The end is checked per cell only when it can fall inside this row.
+        // The end is checked per cell only when it can fall inside this row: not when it is
+        // the row's own closing bound (a get's scanner ends at `last_on_row`, after every cell
+        // of the row: a key comparison per cell of every get, for nothing).
         let end = match &self.end {
-            Bound::Included(end) | Bound::Excluded(end) if end.row() <= row => Some(&self.end),
+            Bound::Included(end) | Bound::Excluded(end)
+                if compare_bytes(end.row(), row).is_le() && !closes_row(end, row) =>
+            {
+                Some(&self.end)
+            }
             _ => None,
         };
         let head = &mut self.heads[index];
@@ -450,6 +456,16 @@ impl MemStoreScanner {
     fn within_end(&self, key: &CellKey) -> bool {
         within(&self.end, key)
     }
+}
+
+/// Whether `end` sorts after every cell of `row`: a key of that row with no family, no
+/// qualifier and the `Minimum` type (`CellKey::last_on_row`), which `CellKey`'s order puts last
+/// on its row; a stored cell always has a family.
+fn closes_row(end: &CellKey, row: &[u8]) -> bool {
+    end.family().is_empty()
+        && end.qualifier().is_empty()
+        && end.cell_type() == CellType::Minimum
+        && same_bytes(end.row(), row)
 }
 
 /// Whether `key` is within the scan's `end`.
