@@ -477,7 +477,7 @@ fn compare_same_len(a: &[u8], b: &[u8]) -> Ordering {
                 return u64::from_be_bytes(*x).cmp(&u64::from_be_bytes(*y));
             }
         }
-        if len % 8 == 0 {
+        if len.is_multiple_of(8) {
             return Ordering::Equal;
         }
         // The last eight bytes: those before the tail are equal, so the first difference in
@@ -488,27 +488,26 @@ fn compare_same_len(a: &[u8], b: &[u8]) -> Ordering {
         // The first four bytes, then the last four (overlapping them when `len` < 8): as one
         // number, the first half decides unless it is equal.
         let halves = |s: &[u8]| {
-            let (first, last) = (s.first_chunk::<4>(), s.last_chunk::<4>());
-            let (first, last) = (
-                first.copied().unwrap_or_default(),
-                last.copied().unwrap_or_default(),
-            );
-            (u64::from(u32::from_be_bytes(first)) << 32) | u64::from(u32::from_be_bytes(last))
+            let [first, last] = ends::<4>(s).map(u32::from_be_bytes);
+            (u64::from(first) << 32) | u64::from(last)
         };
         return halves(a).cmp(&halves(b));
     }
     if len >= 2 {
         let halves = |s: &[u8]| {
-            let (first, last) = (s.first_chunk::<2>(), s.last_chunk::<2>());
-            let (first, last) = (
-                first.copied().unwrap_or_default(),
-                last.copied().unwrap_or_default(),
-            );
-            (u32::from(u16::from_be_bytes(first)) << 16) | u32::from(u16::from_be_bytes(last))
+            let [first, last] = ends::<2>(s).map(u16::from_be_bytes);
+            (u32::from(first) << 16) | u32::from(last)
         };
         return halves(a).cmp(&halves(b));
     }
     a.first().cmp(&b.first())
+}
+
+/// The first and the last `N` bytes of `s` (at least `N` long; they overlap when it is
+/// shorter than `2 * N`).
+#[inline]
+fn ends<const N: usize>(s: &[u8]) -> [[u8; N]; 2] {
+    [s.first_chunk::<N>(), s.last_chunk::<N>()].map(|c| c.copied().unwrap_or([0; N]))
 }
 
 /// The last eight bytes of `s` (at least eight long) as a big-endian number.

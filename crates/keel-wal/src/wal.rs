@@ -726,8 +726,8 @@ impl Shared {
         let interval = self.options.async_sync_interval;
         // One clock read for both ages, and none when neither is running: this is asked under
         // the log's lock at the end of every leader's turn.
-        let now = (state.unsynced_since.is_some() || state.pending_since.is_some())
-            .then(Instant::now);
+        let now =
+            (state.unsynced_since.is_some() || state.pending_since.is_some()).then(Instant::now);
         let older = |since: Option<Instant>| {
             since
                 .zip(now)
