@@ -226,24 +226,75 @@ impl<'a> Matcher<'a> {
         {
             return false;
         }
+        self.start_column_with(cell);
+        true
+    }
+
+    /// The column trackers as [`Matcher::admit_any`] leaves them after admitting `cell` as the
+    /// first version of a new column of the current (row, family).
+    #[inline]
+    fn start_column_with(&mut self, cell: &Cell) {
         self.column.clear();
         self.column.extend_from_slice(cell.qualifier());
         self.column_delete_ts = None;
         if !self.version_deletes.is_empty() {
             self.version_deletes.clear();
         }
-        self.last_ts = Some(ts);
+        self.last_ts = Some(cell.timestamp());
         self.counted = 1;
         self.column_done = self.max_versions == 1;
-        true
+    }
+
+    /// Whether the cells after the one just admitted may be decided as a run
+    /// ([`Matcher::continues_run`]): the read wants one version of every column and nothing
+    /// in the current (row, family) can hide a later column's put (no family marker seen, no
+    /// TTL, no column list).
+    #[inline]
+    pub(crate) fn run_open(&self) -> bool {
+        self.in_column
+            && self.max_versions == 1
+            && self.family_delete_ts.is_none()
+            && self.family_version_deletes.is_empty()
+            && self.rules.ttl_ms.is_none()
+            && self.query.columns.is_none()
+    }
+
+    /// Whether `cell`, of the row of `last`, is admitted as the next column after `last`, the
+    /// last cell admitted, while [`Matcher::run_open`] holds: a visible put in the time range,
+    /// of `last`'s family and a later qualifier (cells come sorted, so another qualifier is a
+    /// later one; so never the empty qualifier, where a family's markers live, which sorts
+    /// first in its family). Changes
+    /// nothing: the state admitting it would leave is [`Matcher::catch_up`]'s, set once for
+    /// the run's last cell. A ten-column row decided one cell at a time through
+    /// [`Matcher::admit`] compared each cell's row, family and column with the trackers' and
+    /// copied its qualifier, to learn what sorting already says.
+    #[inline]
+    pub(crate) fn continues_run(&self, cell: &Cell, last: &Cell) -> bool {
+        cell.cell_type() == CellType::Put
+            && cell.sequence_id() <= self.read_point
+            && self.query.time_range.contains(cell.timestamp())
+            && same_bytes(cell.family(), last.family())
+            && !same_bytes(cell.qualifier(), last.qualifier())
+    }
+
+    /// Sets the trackers as admitting every cell of a run through [`Matcher::admit`] would
+    /// have, given `last`, the run's last cell (the others changed nothing that `last` does
+    /// not set again).
+    #[inline]
+    pub(crate) fn catch_up(&mut self, last: &Cell) {
+        self.start_column_with(last);
     }
 
     /// [`Matcher::admit`] for any cell.
     fn admit_any(&mut self, cell: &Cell) -> bool {
+        // Entered even when invisible: the trackers must describe the cell's column, whose
+        // `column_done` the caller reads next. Left describing the previous row's finished
+        // column, an invisible newest version (a write still in flight) made a scan skip the
+        // visible versions below it.
+        self.enter(cell);
         if cell.sequence_id() > self.read_point {
             return false;
         }
-        self.enter(cell);
         let ts = cell.timestamp();
         match cell.cell_type() {
             CellType::Put => {}

@@ -176,6 +176,64 @@ impl ColumnSkip {
     }
 }
 
+/// A run of columns decided without the matcher, for a reader taking a row in one call
+/// ([`KeyValueScanner::take_row`]). After the matcher admits a cell while
+/// [`Matcher::run_open`] holds, each following cell that is the next column's visible put
+/// ([`Matcher::continues_run`]) is kept on that test alone; the matcher is told once, at the
+/// run's end ([`PlainRun::close`]), before it decides anything else.
+#[derive(Debug, Default)]
+pub(crate) struct PlainRun {
+    /// The last cell kept was admitted while a run may follow it.
+    open: bool,
+    /// Cells were kept in the run since the matcher last decided one.
+    behind: bool,
+}
+
+impl PlainRun {
+    /// Whether `cell` is kept as the next column of the open run, `kept` ending with the
+    /// run's last cell (the column skip is then set as the matcher's admission would set it).
+    #[inline]
+    pub(crate) fn keeps(
+        &mut self,
+        matcher: &Matcher<'_>,
+        skip: &mut ColumnSkip,
+        cell: &Cell,
+        kept: &[Cell],
+    ) -> bool {
+        if !self.open {
+            return false;
+        }
+        let Some(last) = kept.last() else {
+            return false;
+        };
+        if !matcher.continues_run(cell, last) {
+            return false;
+        }
+        skip.column_done(cell, true);
+        self.behind = true;
+        true
+    }
+
+    /// Ends the run: the matcher catches up with its last cell, the end of `kept`. Called
+    /// before the matcher decides any other cell, and when a row's take returns.
+    #[inline]
+    pub(crate) fn close(&mut self, matcher: &mut Matcher<'_>, kept: &[Cell]) {
+        self.open = false;
+        if std::mem::take(&mut self.behind)
+            && let Some(last) = kept.last()
+        {
+            matcher.catch_up(last);
+        }
+    }
+
+    /// After the matcher decided a cell (`admitted`: kept as the last of the results): a run
+    /// may follow it.
+    #[inline]
+    pub(crate) fn decided(&mut self, admitted: bool, matcher: &Matcher<'_>) {
+        self.open = admitted && matcher.run_open();
+    }
+}
+
 /// How many older versions of a finished column a reader taking a row in one call passes
 /// over before it stops for a seek: a seek re-positions every source and pays for itself only
 /// over more cells than a column usually holds.
@@ -479,7 +537,13 @@ impl RegionScanner {
     fn take_unfiltered(&mut self, row: &[u8], out: &mut Vec<Cell>) -> Result<(), RegionError> {
         let (matcher, skip, query) = (&mut self.matcher, &mut self.skip, &self.scan.query);
         let cells_read = &mut self.cells_read;
-        self.merge.take_row(row, out, &mut |cell, kept| {
+        let mut run = PlainRun::default();
+        let taken = self.merge.take_row(row, out, &mut |cell, kept| {
+            if run.keeps(matcher, skip, cell, kept) {
+                *cells_read += 1;
+                return Take::Keep;
+            }
+            run.close(matcher, kept);
             if let Some(take) = skip.take_or_stop(cell, kept.last()) {
                 return take;
             }
@@ -493,8 +557,12 @@ impl RegionScanner {
             if matcher.column_done() {
                 skip.column_done(cell, admitted);
             }
+            run.decided(admitted, matcher);
             if admitted { Take::Keep } else { Take::Pass }
-        })?;
+        });
+        // Also on an error: the matcher must not be left behind the results.
+        run.close(matcher, out);
+        taken?;
         Ok(())
     }
 
@@ -621,7 +689,205 @@ impl Iterator for RegionScanner {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+    use std::sync::Arc;
+
+    use keel_cell::CellType;
+    use keel_storefile::VecScanner;
+    use proptest::prelude::*;
+
     use super::*;
+    use crate::matcher::{FamilyRules, TimeRange};
+
+    /// Cells from generated coordinates: rows `r0..r3`, families `f` and `g`, qualifiers
+    /// `""` and `a..d`, every cell its own sequence id (its position, from 1); family markers
+    /// go to the empty qualifier, where they live. Each cell names the source it goes to.
+    fn cells_of(spec: &[(u8, bool, u8, i64, u8, u8)]) -> Vec<(usize, Cell)> {
+        spec.iter()
+            .enumerate()
+            .map(|(i, &(row, g, qualifier, ts, kind, source))| {
+                let kind = match kind {
+                    0 => CellType::Delete,
+                    1 => CellType::DeleteColumn,
+                    2 => CellType::DeleteFamily,
+                    3 => CellType::DeleteFamilyVersion,
+                    _ => CellType::Put,
+                };
+                let family_marker =
+                    matches!(kind, CellType::DeleteFamily | CellType::DeleteFamilyVersion);
+                let qualifier = if family_marker {
+                    ""
+                } else {
+                    ["", "a", "b", "c", "d"][usize::from(qualifier % 5)]
+                };
+                let cell = Cell::builder(format!("r{row}"), if g { "g" } else { "f" })
+                    .qualifier(qualifier)
+                    .timestamp(ts)
+                    .cell_type(kind)
+                    .sequence_id(i as u64 + 1)
+                    .value(format!("v{i}"))
+                    .build()
+                    .expect("a valid cell");
+                (usize::from(source), cell)
+            })
+            .collect()
+    }
+
+    /// An unfiltered scan over `cells` split among three sources.
+    fn scanned(
+        cells: &[(usize, Cell)],
+        query: &ReadQuery,
+        rules: &Arc<HashMap<Bytes, FamilyRules>>,
+    ) -> Vec<Vec<Cell>> {
+        let mut split: Vec<Vec<Cell>> = vec![Vec::new(); 3];
+        for (source, cell) in cells {
+            split[*source].push(cell.clone());
+        }
+        let sources: Vec<Box<dyn KeyValueScanner>> = split
+            .into_iter()
+            .map(|mut cells| {
+                cells.sort();
+                Box::new(VecScanner::new(cells)) as Box<dyn KeyValueScanner>
+            })
+            .collect();
+        let scan = Scan {
+            query: query.clone(),
+            ..Scan::all(query.now_ms)
+        };
+        let start = scan.first_key();
+        let merge = MergeScanner::new(sources, &start).expect("in memory");
+        let matcher = Matcher::with_rules(query.clone(), Arc::clone(rules));
+        RegionScanner::new(merge, matcher, scan, false)
+            .expect("in memory")
+            .collect::<Result<_, _>>()
+            .expect("in memory")
+    }
+
+    /// What the matcher admits fed every cell in order, one at a time, by row.
+    fn admitted(
+        cells: &[(usize, Cell)],
+        query: &ReadQuery,
+        rules: &Arc<HashMap<Bytes, FamilyRules>>,
+    ) -> Vec<Vec<Cell>> {
+        let mut sorted: Vec<Cell> = cells.iter().map(|(_, c)| c.clone()).collect();
+        sorted.sort();
+        let mut matcher = Matcher::with_rules(query.clone(), Arc::clone(rules));
+        let mut rows: Vec<Vec<Cell>> = Vec::new();
+        for cell in sorted {
+            if !matcher.admit(&cell) {
+                continue;
+            }
+            match rows.last_mut() {
+                Some(row) if row[0].row() == cell.row() => row.push(cell),
+                _ => rows.push(vec![cell]),
+            }
+        }
+        rows
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+
+        /// A scan, whose rows are taken in one call with runs of columns decided without the
+        /// matcher ([`PlainRun`]), returns what the matcher admits when shown every cell:
+        /// invisible cells, cells outside the time range or past the TTL, markers, older
+        /// versions, several families and sources, column lists.
+        #[test]
+        fn a_scan_returns_what_the_matcher_admits_cell_by_cell(
+            spec in prop::collection::vec(
+                (0u8..4, any::<bool>(), 0u8..5, 1i64..7, 0u8..10, 0u8..3),
+                0..60,
+            ),
+            read_point_back in 0usize..6,
+            range in (0i64..3, 3i64..9),
+            versions in (1u32..3, 1u32..3),
+            ttl in prop::option::of(1i64..5),
+            columns in 0u8..3,
+        ) {
+            let cells = cells_of(&spec);
+            let rules = Arc::new(HashMap::from([(
+                Bytes::from_static(b"f"),
+                FamilyRules { max_versions: versions.1, min_versions: 0, ttl_ms: ttl },
+            )]));
+            let query = ReadQuery {
+                read_point: cells.len().saturating_sub(read_point_back) as u64,
+                time_range: TimeRange { min: range.0, max: range.1 },
+                max_versions: versions.0,
+                // TTL expiry reaches back from now = 8: a TTL of 1..5 expires the older cells.
+                now_ms: 8,
+                columns: match columns {
+                    0 | 1 => None,
+                    _ => Some(vec![
+                        (Bytes::from_static(b"f"), None),
+                        (Bytes::from_static(b"g"), Some(Bytes::from_static(b"b"))),
+                    ]),
+                },
+            };
+            prop_assert_eq!(scanned(&cells, &query, &rules), admitted(&cells, &query, &rules));
+        }
+    }
+
+    /// A column whose newest version is not yet visible (a write in flight) still returns
+    /// its visible version, after a row whose last column was finished: the matcher's
+    /// `column_done` answered for that column until a visible cell entered the new one.
+    #[test]
+    fn an_invisible_newest_version_hides_nothing_below_it() {
+        let cells = cells_of(&[
+            (1, true, 2, 1, 4, 0),
+            (0, true, 0, 1, 4, 0),
+            (0, false, 0, 1, 0, 0),
+            (1, true, 2, 1, 4, 0),
+        ]);
+        let query = ReadQuery::latest(3, 8);
+        let rules = Arc::new(HashMap::new());
+        let rows = scanned(&cells, &query, &rules);
+        assert_eq!(rows, admitted(&cells, &query, &rules));
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!(rows[1][0].sequence_id(), 1);
+    }
+
+    /// After a run, the matcher and the column skip stand as deciding every cell through the
+    /// matcher would have left them.
+    #[test]
+    fn a_run_leaves_the_matcher_and_column_skip_as_the_matcher_would() {
+        // The run opens after the empty qualifier, which the column skip never finishes.
+        let row: Vec<Cell> = ["", "a", "b", "c"]
+            .iter()
+            .map(|q| Cell::put("r", "f", *q, 5, "v").expect("a valid cell"))
+            .collect();
+        let query = ReadQuery::latest(u64::MAX, 0);
+        let rules = Arc::new(HashMap::new());
+
+        let mut one_by_one = Matcher::with_rules(query.clone(), Arc::clone(&rules));
+        let mut skip_one_by_one = ColumnSkip::default();
+        let mut kept = Vec::new();
+        for cell in &row {
+            assert_eq!(skip_one_by_one.take_or_stop(cell, kept.last()), None);
+            assert!(one_by_one.admit(cell));
+            skip_one_by_one.column_done(cell, true);
+            kept.push(cell.clone());
+        }
+
+        let mut scanner = RegionScanner::new(
+            MergeScanner::new(
+                vec![Box::new(VecScanner::new(row.clone()))],
+                &CellKey::first_on_row(Bytes::from_static(b"r")),
+            )
+            .expect("in memory"),
+            Matcher::with_rules(query.clone(), rules),
+            Scan::all(0),
+            true,
+        )
+        .expect("in memory");
+        let mut out = Vec::new();
+        scanner.take_unfiltered(b"r", &mut out).expect("in memory");
+        assert_eq!(out, row);
+        assert_eq!(format!("{:?}", scanner.matcher), format!("{one_by_one:?}"));
+        assert_eq!(
+            format!("{:?}", scanner.skip),
+            format!("{skip_one_by_one:?}")
+        );
+    }
 
     fn naming(columns: &[(&'static str, Option<&'static str>)]) -> ReadQuery {
         ReadQuery {

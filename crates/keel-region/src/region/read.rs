@@ -11,7 +11,7 @@ use super::{MemSource, Region, Store, now_ms};
 use crate::error::RegionError;
 use crate::matcher::{Matcher, ReadQuery};
 use crate::scan::Scan;
-use crate::scanner::{ColumnStep, RegionScanner, column_step};
+use crate::scanner::{ColumnStep, PlainRun, RegionScanner, column_step};
 #[cfg(feature = "tracing")]
 use crate::trace::Printable;
 use crate::trace::span;
@@ -56,7 +56,14 @@ impl Region {
             // (`take_row`) while no seek is due, the loop below for a cell that is.
             let mut finished = false;
             loop {
-                merge.take_row(&row, &mut out, &mut |cell, kept| {
+                // A run never opens for a get naming columns (`Matcher::run_open`), so a cell
+                // it keeps needs none of the column checks below.
+                let mut run = PlainRun::default();
+                let taken = merge.take_row(&row, &mut out, &mut |cell, kept| {
+                    if run.keeps(&matcher, &mut skip, cell, kept) {
+                        return Take::Keep;
+                    }
+                    run.close(&mut matcher, kept);
                     if finished || column_step(query, name, cell.qualifier()) != ColumnStep::Read {
                         return Take::Stop;
                     }
@@ -68,8 +75,11 @@ impl Region {
                         finished = last_named.is_some_and(|last| cell.qualifier() == &last[..]);
                         skip.column_done(cell, admitted);
                     }
+                    run.decided(admitted, &matcher);
                     if admitted { Take::Keep } else { Take::Pass }
-                })?;
+                });
+                run.close(&mut matcher, &out);
+                taken?;
                 if finished {
                     break;
                 }
