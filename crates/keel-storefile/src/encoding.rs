@@ -146,6 +146,7 @@ pub(crate) fn decode_into_at(
 }
 
 /// [`decode_into_at`] onto the end of `out` (see [`Cell::decode_push`]).
+#[inline]
 pub(crate) fn decode_push_at(
     path: &Path,
     offset: u64,
