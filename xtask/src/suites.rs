@@ -142,6 +142,7 @@ pub(crate) const MIRI_PACKAGES: &[&str] = &[
     "keel-blockcache",
     "keel-memstore",
     "keel-sync",
+    "keel-testkit",
 ];
 
 /// Which unit tests Miri runs per package (all when absent), as the test binary's arguments:
@@ -150,7 +151,7 @@ pub(crate) const MIRI_PACKAGES: &[&str] = &[
 /// threaded cache test for minutes; keel-memstore's is the arena skip list and the scanner's
 /// in-place reading of it, so every unit test but the flat segment's and the row filter's
 /// (no `unsafe`, and minutes under Miri) and the key-order proptest; keel-sync's only `unsafe`
-/// is the prefetch hint.
+/// is the prefetch hint; keel-testkit's is the counting allocator.
 const MIRI_FILTERS: &[(&str, &[&str])] = &[
     ("keel-blockcache", &["bucket::area"]),
     (
@@ -165,6 +166,7 @@ const MIRI_FILTERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("keel-sync", &["prefetch"]),
+    ("keel-testkit", &["counting_alloc"]),
 ];
 
 /// Runs the unit tests of every crate with `unsafe` under Miri, or says why it cannot: Miri

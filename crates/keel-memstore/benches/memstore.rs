@@ -5,10 +5,9 @@
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Instant;
 
@@ -23,33 +22,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 /// Counts heap allocations so the benchmark can report them per insert.
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the counter has no effect
-// on the memory handed out.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout, as our caller promises.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: keel_testkit::CountingAllocator = keel_testkit::CountingAllocator;
 
 /// The stores compared.
 trait Store: Send + Sync {
@@ -336,9 +310,9 @@ fn main() {
     let mut allocs = BTreeMap::new();
     for kind in KINDS {
         let store = make(kind);
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = keel_testkit::allocations();
         small.iter().for_each(|cell| store.insert(cell.clone()));
-        let per = (ALLOCATIONS.load(Ordering::Relaxed) - before) as f64 / small.len() as f64;
+        let per = (keel_testkit::allocations() - before) as f64 / small.len() as f64;
         println!("{kind:<20} {per:.3}");
         allocs.insert(kind, per);
     }

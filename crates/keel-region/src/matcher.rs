@@ -108,6 +108,50 @@ impl ReadQuery {
     }
 }
 
+/// The row, family and qualifier a [`Matcher`] is at, back to back in one buffer: a get builds a
+/// matcher per call, and three buffers were three allocations of every get.
+#[derive(Debug, Default)]
+struct Place {
+    bytes: Vec<u8>,
+    row_len: usize,
+    family_len: usize,
+}
+
+impl Place {
+    #[inline]
+    fn row(&self) -> &[u8] {
+        &self.bytes[..self.row_len]
+    }
+
+    #[inline]
+    fn family(&self) -> &[u8] {
+        &self.bytes[self.row_len..self.row_len + self.family_len]
+    }
+
+    #[inline]
+    fn column(&self) -> &[u8] {
+        &self.bytes[self.row_len + self.family_len..]
+    }
+
+    /// A new (row, family), its column empty.
+    fn set_group(&mut self, row: &[u8], family: &[u8]) {
+        self.bytes.clear();
+        // Room for a qualifier too, so that the first column does not grow the buffer again.
+        self.bytes.reserve(row.len() + family.len() + 32);
+        self.bytes.extend_from_slice(row);
+        self.bytes.extend_from_slice(family);
+        self.row_len = row.len();
+        self.family_len = family.len();
+    }
+
+    /// A new column of the same (row, family).
+    #[inline]
+    fn set_column(&mut self, qualifier: &[u8]) {
+        self.bytes.truncate(self.row_len + self.family_len);
+        self.bytes.extend_from_slice(qualifier);
+    }
+}
+
 /// The streaming filter. Feed it cells in `CellComparator` order (a merge of every source).
 #[derive(Debug)]
 pub struct Matcher<'a> {
@@ -117,19 +161,16 @@ pub struct Matcher<'a> {
     /// The read point in force (a get's replaces its query's).
     read_point: u64,
     families: Cow<'a, Arc<HashMap<Bytes, FamilyRules>>>,
-    /// The (row, family) the trackers below describe, when `in_group`: copied into buffers the
-    /// matcher reuses, not shared with the cell (cloning a `Bytes` is a reference count on the
-    /// block every reader of it shares).
-    group_row: Vec<u8>,
-    group_family: Vec<u8>,
+    /// The (row, family) the trackers below describe, when `in_group`, and the qualifier, when
+    /// `in_column`: copied into a buffer the matcher reuses, not shared with the cell (cloning
+    /// a `Bytes` is a reference count on the block every reader of it shares).
+    place: Place,
     in_group: bool,
     family_delete_ts: Option<i64>,
     family_version_deletes: HashSet<i64>,
     rules: FamilyRules,
     /// `min(query, family)` max versions: how many versions of a column the read returns.
     max_versions: u32,
-    /// The qualifier the column trackers below describe, when `in_column`.
-    column: Vec<u8>,
     in_column: bool,
     column_delete_ts: Option<i64>,
     version_deletes: HashSet<i64>,
@@ -174,14 +215,12 @@ impl<'a> Matcher<'a> {
             query,
             read_point,
             families,
-            group_row: Vec::new(),
-            group_family: Vec::new(),
+            place: Place::default(),
             in_group: false,
             family_delete_ts: None,
             family_version_deletes: HashSet::new(),
             rules: FamilyRules::default(),
             max_versions: 0,
-            column: Vec::new(),
             in_column: false,
             column_delete_ts: None,
             version_deletes: HashSet::new(),
@@ -220,9 +259,9 @@ impl<'a> Matcher<'a> {
             && self.query.columns.is_none()
             && self.query.time_range.contains(ts);
         if !plain
-            || same_bytes(&self.column, cell.qualifier())
-            || !same_bytes(&self.group_family, cell.family())
-            || !same_bytes(&self.group_row, cell.row())
+            || same_bytes(self.place.column(), cell.qualifier())
+            || !same_bytes(self.place.family(), cell.family())
+            || !same_bytes(self.place.row(), cell.row())
         {
             return false;
         }
@@ -234,8 +273,7 @@ impl<'a> Matcher<'a> {
     /// first version of a new column of the current (row, family).
     #[inline]
     fn start_column_with(&mut self, cell: &Cell) {
-        self.column.clear();
-        self.column.extend_from_slice(cell.qualifier());
+        self.place.set_column(cell.qualifier());
         self.column_delete_ts = None;
         if !self.version_deletes.is_empty() {
             self.version_deletes.clear();
@@ -395,18 +433,15 @@ impl<'a> Matcher<'a> {
     /// Resets the trackers when `cell` starts a new (row, family) or a new column.
     fn enter(&mut self, cell: &Cell) {
         let same_group = self.in_group
-            && same_bytes(&self.group_row, cell.row())
-            && same_bytes(&self.group_family, cell.family());
+            && same_bytes(self.place.row(), cell.row())
+            && same_bytes(self.place.family(), cell.family());
         if !same_group {
             // The rules are the family's: looked up (a SipHash of its name) only when the
             // family changes, not at every row of a scan of one family.
-            let same_family = self.in_group && same_bytes(&self.group_family, cell.family());
+            let same_family = self.in_group && same_bytes(self.place.family(), cell.family());
             self.in_group = true;
-            self.group_row.clear();
-            self.group_row.extend_from_slice(cell.row());
+            self.place.set_group(cell.row(), cell.family());
             if !same_family {
-                self.group_family.clear();
-                self.group_family.extend_from_slice(cell.family());
                 self.rules = self.rules_of(cell.family());
                 self.max_versions = self.query.max_versions.min(self.rules.max_versions);
             }
@@ -416,10 +451,9 @@ impl<'a> Matcher<'a> {
             }
             self.in_column = false;
         }
-        if !self.in_column || !same_bytes(&self.column, cell.qualifier()) {
+        if !self.in_column || !same_bytes(self.place.column(), cell.qualifier()) {
             self.in_column = true;
-            self.column.clear();
-            self.column.extend_from_slice(cell.qualifier());
+            self.place.set_column(cell.qualifier());
             self.column_delete_ts = None;
             if !self.version_deletes.is_empty() {
                 self.version_deletes.clear();

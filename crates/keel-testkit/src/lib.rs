@@ -8,17 +8,21 @@
 //!   on its stdout, so a test can kill it at a chosen moment and check what survived.
 //! - [`figure`]: the `figure: <name> = <value>` line every `cargo xtask bench` ends with.
 //! - [`Zipfian`]: YCSB's zipfian generator (θ = 0.99) for benchmark workloads.
+//! - [`CountingAllocator`]: a global allocator that counts allocations, for benchmarks that
+//!   report allocations per operation.
 //!
 //! This crate sits at level 0 with keel-cell (it depends on nothing else in Keel), so any crate
 //! can dev-depend on it without a cycle.
 
 mod child;
+mod counting_alloc;
 mod http_sink;
 mod seed;
 pub mod strategies;
 mod zipfian;
 
 pub use child::{CHILD_ROLE_ENV, ChildProcess, REPORT_PREFIX, child_role, report};
+pub use counting_alloc::{CountingAllocator, allocations};
 pub use http_sink::HttpSink;
 pub use seed::{SEED_ENV, rng, seed};
 pub use zipfian::Zipfian;

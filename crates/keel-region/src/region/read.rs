@@ -7,7 +7,7 @@ use bytes::Bytes;
 use keel_cell::{Cell, CellKey, same_bytes};
 use keel_storefile::{KeyValueScanner, MergeScanner, StoreFileReader, Take};
 
-use super::{MemSource, Region, Store, now_ms};
+use super::{MemSource, Region, now_ms};
 use crate::error::RegionError;
 use crate::matcher::{Matcher, ReadQuery};
 use crate::scan::Scan;
@@ -27,15 +27,14 @@ impl Region {
         let read_point = self.mvcc.read_point();
         let row = Bytes::copy_from_slice(row);
         let first = CellKey::first_on_row(row.clone());
-        let wanted: Vec<(&Bytes, &Store)> = self
-            .stores
-            .iter()
-            .filter(|(name, _)| wants_family(query, name))
-            .collect();
         let mut matcher = Matcher::borrowing(query, read_point, &self.family_rules);
         let hint = self.get_cells_hint.load(Ordering::Relaxed);
         let mut out = Vec::with_capacity(hint);
-        for (name, store) in wanted {
+        for (name, store) in self
+            .stores
+            .iter()
+            .filter(|(name, _)| wants_family(query, name))
+        {
             // Files and memstore taken under the file-list lock, so a flush finishing meanwhile
             // cannot move cells from one to the other unseen. The lock is held through the get
             // (microseconds), so the scanners borrow the files instead of cloning their `Arc`s,
