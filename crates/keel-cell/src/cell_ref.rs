@@ -44,6 +44,7 @@ pub struct CellRef<'a> {
 impl<'a> CellRef<'a> {
     /// Decodes one cell starting at `offset` in `buf`, checking it against `limits`. Returns the
     /// borrowed cell and the offset just past it.
+    #[inline]
     pub fn decode(
         buf: &'a [u8],
         offset: usize,

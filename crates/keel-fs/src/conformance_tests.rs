@@ -36,6 +36,19 @@ fn conformance(fs: &dyn FileSystem, root: &Path) {
     assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
     assert!(err.to_string().contains("offset 8"), "{err}");
 
+    // read_exact_at_appending adds to what the buffer holds; a read past the end fails as
+    // read_exact_at does and leaves the buffer as it was.
+    let mut grown = b"> ".to_vec();
+    file.read_exact_at_appending(&mut grown, 5, 6).unwrap();
+    assert_eq!(grown, b"> world");
+    let err = file.read_exact_at_appending(&mut grown, 5, 8).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
+    assert!(err.to_string().contains("offset 8"), "{err}");
+    assert!(err.to_string().contains("ends at offset 11"), "{err}");
+    assert_eq!(grown, b"> world");
+    file.read_exact_at_appending(&mut grown, 0, 11).unwrap();
+    assert_eq!(grown, b"> world");
+
     // write_at past the end zero-fills; appends continue after it.
     file.write_at(b"!", 13).unwrap();
     assert_eq!(file.len().unwrap(), 14);
@@ -120,6 +133,47 @@ fn fault_fs_conforms() {
     let fs = FaultFs::new();
     fs.create_dir_all(Path::new("/root")).unwrap();
     conformance(&fs, Path::new("/root"));
+}
+
+/// Reads of random ranges of a random file, into buffers whose spare capacity holds stale bytes,
+/// agree with the file's bytes for both ways of reading and both file systems.
+#[test]
+fn appending_reads_return_the_file_bytes() {
+    use rand::{Rng, SeedableRng, rngs::StdRng};
+    let tmp = tempfile::tempdir().unwrap();
+    let fault = FaultFs::new();
+    let systems: [(&dyn FileSystem, &Path); 2] = [(&StdFs, tmp.path()), (&fault, Path::new(""))];
+    let mut rng = StdRng::seed_from_u64(keel_testkit::seed());
+    // Smaller under Miri, which interprets every byte.
+    let (size, reads) = if cfg!(miri) {
+        (20_000, 10)
+    } else {
+        (300_000, 200)
+    };
+    let content: Vec<u8> = (0..size).map(|_| rng.random()).collect();
+    for (fs, root) in systems {
+        let file = fs.create(&root.join("data")).unwrap();
+        file.append(&content).unwrap();
+        let mut buf = Vec::new();
+        for _ in 0..reads {
+            let offset = rng.random_range(0..content.len());
+            let len = rng.random_range(0..=(content.len() - offset).min(70_000));
+            // Stale bytes in the capacity the read will fill, and a prefix it must keep.
+            buf.clear();
+            buf.resize(len + 64, 0xA5);
+            buf.truncate(7);
+            file.read_exact_at_appending(&mut buf, len, offset as u64)
+                .unwrap();
+            assert_eq!(&buf[..7], &[0xA5; 7]);
+            assert_eq!(&buf[7..], &content[offset..offset + len]);
+        }
+        let before = buf.clone();
+        let past = file
+            .read_exact_at_appending(&mut buf, 10, content.len() as u64 - 5)
+            .unwrap_err();
+        assert_eq!(past.kind(), ErrorKind::UnexpectedEof);
+        assert_eq!(buf, before, "a failed read leaves the buffer as it was");
+    }
 }
 
 #[test]

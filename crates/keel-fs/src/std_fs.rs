@@ -2,13 +2,14 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::{FileHandle, FileRef, FileSystem, annotate};
+use crate::{FileHandle, FileRef, FileSystem, annotate, ends_early};
 
 /// The real file system. Every error names the operation and the path.
 #[derive(Clone, Copy, Debug, Default)]
@@ -105,6 +106,55 @@ impl StdFile {
     }
 }
 
+impl StdFile {
+    /// Reads at `offset` into `buf`'s spare capacity until `buf` is `end` bytes long.
+    fn pread_until(&self, buf: &mut Vec<u8>, end: usize, offset: u64) -> io::Result<()> {
+        let start = buf.len();
+        while buf.len() < end {
+            let at = offset + (buf.len() - start) as u64;
+            let at_off = libc::off_t::try_from(at).map_err(|_| {
+                let err = io::Error::new(io::ErrorKind::InvalidInput, "offset out of range");
+                annotate(err, &format!("read at offset {at} of"), &self.path)
+            })?;
+            let want = end - buf.len();
+            let spare = &mut buf.spare_capacity_mut()[..want];
+            // SAFETY: `spare` is `want` bytes of `buf`'s allocation that nothing else refers to
+            // while this exclusive borrow lives; pread writes at most `want` bytes there (and
+            // may leave them uninitialised, which `MaybeUninit` allows); the descriptor stays
+            // open while `self.file` lives.
+            let n = unsafe {
+                libc::pread(
+                    self.file.as_raw_fd(),
+                    spare.as_mut_ptr().cast::<libc::c_void>(),
+                    want,
+                    at_off,
+                )
+            };
+            match usize::try_from(n) {
+                Ok(0) => return Err(ends_early(&self.path, end - start, offset, at)),
+                Ok(n) => {
+                    assert!(n <= want, "pread returned {n} bytes for a {want}-byte read");
+                    // SAFETY: pread initialised the first `n` bytes of the spare capacity, and
+                    // `buf.len() + n <= end <= buf.capacity()`.
+                    unsafe { buf.set_len(buf.len() + n) };
+                }
+                // A negative count: the error is in errno.
+                Err(_) => {
+                    let err = io::Error::last_os_error();
+                    if err.kind() != io::ErrorKind::Interrupted {
+                        return Err(annotate(
+                            err,
+                            &format!("read at offset {at} of"),
+                            &self.path,
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl FileHandle for StdFile {
     fn path(&self) -> &Path {
         &self.path
@@ -151,6 +201,18 @@ impl FileHandle for StdFile {
         self.file
             .read_at(buf, offset)
             .map_err(|e| annotate(e, &format!("read at offset {offset} of"), &self.path))
+    }
+
+    fn read_exact_at_appending(
+        &self,
+        buf: &mut Vec<u8>,
+        len: usize,
+        offset: u64,
+    ) -> io::Result<()> {
+        crate::appending(buf, |buf, start| {
+            buf.reserve(len);
+            self.pread_until(buf, start + len, offset)
+        })
     }
 
     fn sync_data(&self) -> io::Result<()> {

@@ -422,9 +422,8 @@ impl StoreFileReader {
     ) -> Result<crate::format::RawBlock> {
         let len = entry.len as usize;
         let mut buf = Vec::with_capacity(len.saturating_add(room));
-        buf.resize(len, 0);
         self.file
-            .read_exact_at(&mut buf, entry.offset)
+            .read_exact_at_appending(&mut buf, len, entry.offset)
             .map_err(|e| io("read", &self.path, e))?;
         open_block(&self.path, entry.offset, kind, buf)
     }
