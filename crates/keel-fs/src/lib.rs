@@ -185,8 +185,6 @@ pub trait FileHandle: Send + Sync + fmt::Debug {
     fn truncate(&self, len: u64) -> io::Result<()>;
 }
 
-/// Wraps an I/O error with the operation and path, keeping its kind (so `StorageFull` stays
-/// recognisable) and its message.
 /// Runs `read(buf, start)`, which appends to `buf` from `start` (its length at the call), and
 /// cuts `buf` back to `start` if it fails: a failed appending read leaves the buffer as it was.
 pub(crate) fn appending(
@@ -210,6 +208,8 @@ pub(crate) fn ends_early(path: &Path, len: usize, offset: u64, at: u64) -> io::E
     io::Error::new(io::ErrorKind::UnexpectedEof, msg)
 }
 
+/// Wraps an I/O error with the operation and path, keeping its kind (so `StorageFull` stays
+/// recognisable) and its message.
 pub(crate) fn annotate(err: io::Error, op: &str, path: &Path) -> io::Error {
     io::Error::new(err.kind(), format!("{op} {}: {err}", path.display()))
 }

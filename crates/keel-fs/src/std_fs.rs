@@ -104,9 +104,7 @@ impl StdFile {
             *end = meta.len();
         }
     }
-}
 
-impl StdFile {
     /// Reads at `offset` into `buf`'s spare capacity until `buf` is `end` bytes long.
     fn pread_until(&self, buf: &mut Vec<u8>, end: usize, offset: u64) -> io::Result<()> {
         let start = buf.len();
