@@ -48,6 +48,18 @@ fn conformance(fs: &dyn FileSystem, root: &Path) {
     assert_eq!(grown, b"> world");
     file.read_exact_at_appending(&mut grown, 0, 11).unwrap();
     assert_eq!(grown, b"> world");
+    // A length no memory can hold is refused as an error, not an abort, buffer untouched.
+    for len in [usize::MAX, usize::MAX / 2] {
+        let err = file
+            .read_exact_at_appending(&mut grown, len, 0)
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::OutOfMemory, "{err}");
+        assert!(
+            err.to_string().contains(&format!("{len}-byte read")),
+            "{err}"
+        );
+        assert_eq!(grown, b"> world");
+    }
 
     // write_at past the end zero-fills; appends continue after it.
     file.write_at(b"!", 13).unwrap();

@@ -162,7 +162,8 @@ pub trait FileHandle: Send + Sync + fmt::Debug {
         offset: u64,
     ) -> io::Result<()> {
         appending(buf, |buf, start| {
-            buf.resize(start + len, 0);
+            let end = make_room(buf, len, self.path())?;
+            buf.resize(end, 0);
             self.read_exact_at(&mut buf[start..], offset)
         })
     }
@@ -197,6 +198,25 @@ pub(crate) fn appending(
         buf.truncate(start);
     }
     result
+}
+
+/// Reserves room for `len` more bytes in `buf` and returns the length `buf` will have once they
+/// are appended, or fails with `OutOfMemory` naming `path` where a plain `reserve` would abort
+/// the process: `len` may come from a file, and a length past what memory can hold is bad
+/// input, not a reason to stop.
+pub(crate) fn make_room(buf: &mut Vec<u8>, len: usize, path: &Path) -> io::Result<usize> {
+    let end = buf.len().checked_add(len);
+    match end.map(|end| (end, buf.try_reserve(len))) {
+        Some((end, Ok(()))) => Ok(end),
+        _ => Err(io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!(
+                "no room for a {len}-byte read after {} bytes of {}",
+                buf.len(),
+                path.display()
+            ),
+        )),
+    }
 }
 
 /// The error of an exact read of `len` bytes at `offset` that found the file ending at `at`.

@@ -207,9 +207,9 @@ impl FileHandle for StdFile {
         len: usize,
         offset: u64,
     ) -> io::Result<()> {
-        crate::appending(buf, |buf, start| {
-            buf.reserve(len);
-            self.pread_until(buf, start + len, offset)
+        crate::appending(buf, |buf, _| {
+            let end = crate::make_room(buf, len, &self.path)?;
+            self.pread_until(buf, end, offset)
         })
     }
 

@@ -136,6 +136,34 @@ impl FlatSegment {
         }
     }
 
+    /// [`FlatSegment::lower_bound`] from `from`, whose key sorts before `key`. When `key`
+    /// shares the row prefix of the key at `from` (a reseek past a column's versions, or to
+    /// the next column), the search gallops forward from `from`: the target usually lies a few
+    /// cells on, where the search from the top halved the segment's prefixes and then every
+    /// version of the row. Otherwise it is that search.
+    pub(crate) fn lower_bound_after(&self, from: usize, key: &CellKey) -> usize {
+        let prefix = row_prefix(key.row());
+        if self.prefixes.get(from) != Some(&prefix) {
+            return self.lower_bound(key);
+        }
+        debug_assert!(self.cells[from].key() < key, "a reseek goes forward");
+        // `low` sorts before `key`; `high` is the first index known not to (a larger prefix,
+        // hence a larger key, or the end).
+        let (mut low, mut step) = (from, 1);
+        let high = loop {
+            let probe = low.saturating_add(step);
+            match self.prefixes.get(probe) {
+                Some(p) if *p == prefix && self.cells[probe].key() < key => {
+                    low = probe;
+                    step = step.saturating_mul(2);
+                }
+                Some(_) => break probe,
+                None => break self.cells.len(),
+            }
+        };
+        low + 1 + self.cells[low + 1..high].partition_point(|c| c.key() < key)
+    }
+
     /// The index of the first prefix at or after `prefix`: through the top index, then one
     /// block.
     fn first_prefix_from(&self, prefix: u128) -> usize {
@@ -261,6 +289,10 @@ mod tests {
                 };
                 let expected = keys.partition_point(|k| *k < probe);
                 prop_assert_eq!(flat.lower_bound(&probe), expected, "{:?}", probe);
+                // From every earlier index in reach: the same answer, galloping or not.
+                for from in expected.saturating_sub(70)..expected {
+                    prop_assert_eq!(flat.lower_bound_after(from, &probe), expected, "from {}", from);
+                }
             }
         }
     }

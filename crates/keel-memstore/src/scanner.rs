@@ -15,11 +15,6 @@ use crate::skiplist::Detached;
 /// How many cells ahead of a flat segment's reading their bytes are asked for.
 const PREFETCH_AHEAD: usize = 4;
 
-/// How many nodes a skip list's reseek steps along the bottom level before it searches from the
-/// top instead: a get skipping a column's few older versions lands within them, and a step
-/// past many (a hot column's) is a cache miss each, where the search's first levels are cached.
-const RESEEK_STEPS: usize = 3;
-
 /// Cells of a memstore in CellComparator order, hiding every cell whose sequence id is above the
 /// read point. Raw cells: delete markers and every version are returned; the region applies
 /// delete and version rules when it merges this with store-file scanners
@@ -104,8 +99,9 @@ impl Head {
         }
     }
 
-    /// Moves forward to the first cell at or after `key`, never back: a skip list steps along
-    /// its bottom level (up to [`RESEEK_STEPS`] nodes) before it searches from the top.
+    /// Moves forward to the first cell at or after `key`, never back: a skip list searches
+    /// forward from where the head is (a finger search, `log d` steps for a cell `d` nodes on),
+    /// not from the top through other rows' nodes.
     fn reseek(&mut self, key: &CellKey, read_point: u64) {
         match self {
             Head::Walk { list, at } => {
@@ -117,26 +113,13 @@ impl Head {
                 if current.key().cell_key() >= key {
                     return;
                 }
-                let mut landed = None;
-                let mut entry = current;
-                for _ in 0..RESEEK_STEPS {
-                    match entry.next() {
-                        Some(next) if next.key().cell_key() < key => entry = next,
-                        reached => {
-                            landed = Some(reached);
-                            break;
-                        }
-                    }
-                }
-                let landed = landed.unwrap_or_else(|| list.first_entry(Bound::Included(key)));
-                let landed = visible(landed, read_point);
+                let landed = visible(list.first_entry_after(current, key), read_point);
                 *at = landed.map(Entry::detach);
                 prefetch_landing(landed);
             }
             Head::At { flat, at } => {
                 if flat.cell(*at).is_some_and(|cell| cell.key() < key) {
-                    let from = flat.first_visible(Bound::Included(key), read_point);
-                    *at = from.max(*at);
+                    *at = flat.visible_from(flat.lower_bound_after(*at, key), read_point);
                     prefetch_from(flat, *at);
                 }
             }

@@ -261,6 +261,16 @@ impl Segment {
         }
     }
 
+    /// The first entry at `key` or after it, visible or not, searched forward from `before`,
+    /// an entry that sorts before `key` (a finger search: a reseek a few versions on).
+    pub(crate) fn first_entry_after<'a>(
+        &'a self,
+        before: Entry<'a>,
+        key: &CellKey,
+    ) -> Option<Entry<'a>> {
+        self.cells.lower_bound_after(before, probe(key))
+    }
+
     /// The row of the last cell visible at `read_point` before `row` (strictly; anywhere with
     /// `None`): one skiplist search, then back over entries newer than the read point.
     pub(crate) fn last_row_before(&self, row: Option<&[u8]>, read_point: u64) -> Option<Bytes> {

@@ -44,18 +44,23 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-proptest! {
-    // Miri interprets every case hundreds of times slower: a few cases still walk each path.
-    // It also isolates the test from the file system, where proptest keeps its failures.
-    #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 4 } else { 256 },
+/// `cases` cases, or `miri_cases` under Miri, which interprets every case hundreds of times
+/// slower (a few cases still walk each path) and isolates the test from the file system, where
+/// proptest keeps its failures.
+fn config(cases: u32, miri_cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases: if cfg!(miri) { miri_cases } else { cases },
         failure_persistence: if cfg!(miri) {
             None
         } else {
             ProptestConfig::default().failure_persistence
         },
         ..ProptestConfig::default()
-    })]
+    }
+}
+
+proptest! {
+    #![proptest_config(config(256, 4))]
 
     #[test]
     fn matches_a_btreemap(ops in prop::collection::vec(op(), 0..300), probe in 0u32..70) {
@@ -83,6 +88,40 @@ proptest! {
         }
         let last = list.last_below(None).map(|e| *e.key());
         prop_assert!(last >= oracle.keys().next_back().copied());
+    }
+}
+
+proptest! {
+    #![proptest_config(config(64, 2))]
+
+    /// A finger search from any node lands on the node a search from the top finds, on lists
+    /// tall enough to climb (removed nodes included, as both count them).
+    #[test]
+    fn a_finger_search_lands_where_a_search_from_the_top_does(
+        keys in prop::collection::vec(0u32..4000, 1..1500),
+        removed in prop::collection::vec(0u32..4000, 0..50),
+        starts in prop::collection::vec((any::<prop::sample::Index>(), 1u32..600), 1..40),
+    ) {
+        let list = SkipList::new();
+        for (i, key) in keys.iter().enumerate() {
+            list.insert(*key, i as u64);
+        }
+        for key in removed {
+            list.remove(&key);
+        }
+        let mut nodes = Vec::new();
+        let mut at = list.front();
+        while let Some(entry) = at {
+            nodes.push(entry);
+            at = entry.next();
+        }
+        for (index, ahead) in starts {
+            let start = *index.get(&nodes);
+            let probe = start.key() + ahead;
+            let finger = list.lower_bound_after(start, |k: &u32| k.cmp(&probe));
+            let top = list.lower_bound(&probe);
+            prop_assert_eq!(finger.map(|e| e.node), top.map(|e| e.node), "{} to {}", start.key(), probe);
+        }
     }
 }
 
