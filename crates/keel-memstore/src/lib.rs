@@ -61,7 +61,9 @@ mod tests;
 
 pub use chunk::{ChunkPool, ChunkPoolStats};
 pub use memstore::{DEFAULT_POOLED_CHUNKS, MemStore, MemStoreError, Snapshot};
-pub use options::{DEFAULT_CHUNK_SIZE, DEFAULT_MAX_COPIED_CELL, MemStoreOptions};
+pub use options::{
+    DEFAULT_CHUNK_SIZE, DEFAULT_MAX_COPIED_CELL, DEFAULT_PIPELINE_SEGMENTS_LIMIT, MemStoreOptions,
+};
 pub use scanner::MemStoreScanner;
 pub use segment::{CELL_OVERHEAD_BYTES, SegmentSize};
 

@@ -34,7 +34,8 @@ pub enum MemStoreError {
 struct Segments {
     active: Arc<Segment>,
     /// Frozen by in-memory flushes and not yet flushed to disk, newest first: skip lists
-    /// waiting to be flattened, and the flat array of everything flattened so far.
+    /// waiting to be flattened and flat arrays, at most `pipeline_segments_limit` of them
+    /// after a flattening (a key may be in more than one: the newest's cell is read).
     pipeline: Vec<AnySegment>,
     snapshot: Option<Snapshot>,
     /// Moves on whenever cells leave the pipeline other than by flattening (a snapshot, a
@@ -286,10 +287,14 @@ impl MemStore {
     }
 
     /// An in-memory flush (HBase's `CompactingMemStore`, policy BASIC): freezes the active
-    /// segment onto the pipeline, then merges every frozen segment into one flat, sorted array
-    /// of the same cells (HBase's `CellArrayMap`) and swaps it in. Readers go on reading the
-    /// segments it merges until the swap; writers wait only while the active segment is
-    /// replaced. A snapshot or rollback meanwhile wins: the merged copy is dropped and the
+    /// segment onto the pipeline, then, if the pipeline now holds more than
+    /// [`MemStoreOptions::pipeline_segments_limit`] segments, merges them all into one flat,
+    /// sorted array of the same cells (HBase's MERGE into a `CellArrayMap`); otherwise it
+    /// flattens only the segment it froze (FLATTEN), leaving the older flat segments as they
+    /// are. Merging every time rebuilt the whole pipeline at each in-memory flush, a cost that
+    /// grows with the memstore; with the limit at 2, every other flush merges. Readers go on
+    /// reading the segments it replaces until the swap; writers wait only while the active
+    /// segment is replaced. A snapshot or rollback meanwhile wins: the copy is dropped and the
     /// frozen segments stay as they are (the next flattening or the flush takes them). Returns
     /// whether a flat segment was installed. One runs at a time; a second call returns at once.
     ///
@@ -300,7 +305,7 @@ impl MemStore {
         let Some(_one_at_a_time) = self.flattening.try_lock() else {
             return false;
         };
-        let (inputs, generation, id) = {
+        let (inputs, merge, generation, id) = {
             let mut segments = self.segments.write();
             if self.active_size.read().cell_count > 0 {
                 let frozen = self.freeze_active(&mut segments);
@@ -309,11 +314,15 @@ impl MemStore {
                     .store(self.pipeline_size.read().plus(self.active_size.read()));
                 self.active_size.store(SegmentSize::EMPTY);
             }
-            if matches!(segments.pipeline[..], [] | [AnySegment::Flat(_)]) {
-                return false;
-            }
+            let merge = segments.pipeline.len() > self.options.pipeline_segments_limit.max(1);
+            let inputs = match segments.pipeline.first() {
+                _ if merge => segments.pipeline.clone(),
+                Some(newest @ AnySegment::List(_)) => vec![newest.clone()],
+                // Nothing frozen, or the newest is flat already.
+                _ => return false,
+            };
             let id = self.next_segment_id.fetch_add(1, Ordering::Relaxed);
-            (segments.pipeline.clone(), segments.generation, id)
+            (inputs, merge, segments.generation, id)
         };
         let (flat, size) = FlatSegment::build(id, &inputs);
         let mut segments = self.segments.write();
@@ -323,8 +332,23 @@ impl MemStore {
         for input in &inputs {
             flat.give_chunks(input.take_chunks());
         }
-        segments.pipeline = vec![AnySegment::Flat(Arc::new(flat))];
-        self.pipeline_size.store(size);
+        let flat = AnySegment::Flat(Arc::new(flat));
+        if merge {
+            segments.pipeline = vec![flat];
+            // Exact: an identical key in two segments counts once from now on.
+            self.pipeline_size.store(size);
+        } else {
+            // Only a flattening adds to the pipeline, and anything else that changes it moves
+            // the generation on: the newest is still the segment read.
+            debug_assert!(
+                matches!((&segments.pipeline[0], &inputs[0]),
+                    (AnySegment::List(now), AnySegment::List(read)) if Arc::ptr_eq(now, read)),
+                "the pipeline's newest segment changed under a flattening"
+            );
+            // The same cells as one list held (it keeps one live cell per key): the
+            // pipeline's sizes stay as they are.
+            segments.pipeline[0] = flat;
+        }
         true
     }
 

@@ -7,6 +7,10 @@ pub const DEFAULT_CHUNK_SIZE: usize = 2 * 1024 * 1024;
 /// `hbase.hregion.memstore.mslab.max.allocation`.
 pub const DEFAULT_MAX_COPIED_CELL: usize = 256 * 1024;
 
+/// Default [`MemStoreOptions::pipeline_segments_limit`]: 2, HBase
+/// `hbase.hregion.compacting.pipeline.segments.limit`.
+pub const DEFAULT_PIPELINE_SEGMENTS_LIMIT: usize = 2;
+
 /// How a memstore keeps its cells' bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemStoreOptions {
@@ -19,6 +23,11 @@ pub struct MemStoreOptions {
     /// allocation even with MSLAB on (HBase `hbase.hregion.memstore.mslab.max.allocation`,
     /// 256 KiB); it must not exceed `chunk_size`.
     pub max_copied_cell: usize,
+    /// How many segments an in-memory flush ([`crate::MemStore::flatten`]) lets the pipeline
+    /// hold: with more, it merges them all into one flat segment; otherwise it flattens only
+    /// the segment it froze (HBase `hbase.hregion.compacting.pipeline.segments.limit`, 2;
+    /// policy BASIC). At least 1: with 1, every in-memory flush merges everything.
+    pub pipeline_segments_limit: usize,
 }
 
 impl Default for MemStoreOptions {
@@ -27,6 +36,7 @@ impl Default for MemStoreOptions {
             mslab: true,
             chunk_size: DEFAULT_CHUNK_SIZE,
             max_copied_cell: DEFAULT_MAX_COPIED_CELL,
+            pipeline_segments_limit: DEFAULT_PIPELINE_SEGMENTS_LIMIT,
         }
     }
 }

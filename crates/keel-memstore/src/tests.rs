@@ -25,6 +25,7 @@ fn small_chunks(mslab: bool) -> MemStoreOptions {
         mslab,
         chunk_size: 256,
         max_copied_cell: 64,
+        ..MemStoreOptions::default()
     }
 }
 

@@ -100,13 +100,14 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// The oracle: cells of the active part, of the pipeline (what in-memory flushes froze) and of
-/// the pending snapshot, with the snapshot's counted cells and bytes (a key both active and in
-/// the pipeline is one cell to a reader but counted in both until a flattening merges them).
+/// The oracle: cells of the active part, of the pipeline's segments (what in-memory flushes
+/// froze, newest first) and of the pending snapshot, with the snapshot's counted cells and
+/// bytes (a key in two places is one cell to a reader, the newest's, but counted in each until
+/// a flattening merges them).
 #[derive(Default)]
 struct Oracle {
     active: BTreeMap<CellKey, Bytes>,
-    pipeline: BTreeMap<CellKey, Bytes>,
+    pipeline: Vec<BTreeMap<CellKey, Bytes>>,
     snapshot: Option<BTreeMap<CellKey, Bytes>>,
     snapshot_counted: (u64, u64),
 }
@@ -119,9 +120,27 @@ fn data_bytes(cells: &BTreeMap<CellKey, Bytes>) -> u64 {
 }
 
 impl Oracle {
+    /// The pipeline's cells as a reader sees them: on a key in several segments, the newest's.
+    fn pipeline_merged(&self) -> BTreeMap<CellKey, Bytes> {
+        let mut merged = BTreeMap::new();
+        for segment in self.pipeline.iter().rev() {
+            merged.extend(segment.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        merged
+    }
+
+    /// The pipeline's cells and data bytes as the memstore counts them: each segment's.
+    fn pipeline_counted(&self) -> (u64, u64) {
+        self.pipeline
+            .iter()
+            .fold((0, 0), |(cells, bytes), segment| {
+                (cells + segment.len() as u64, bytes + data_bytes(segment))
+            })
+    }
+
     fn visible(&self, read_point: u64, from: Option<&CellKey>) -> Vec<(CellKey, Bytes)> {
         let mut merged = self.snapshot.clone().unwrap_or_default();
-        merged.extend(self.pipeline.iter().map(|(k, v)| (k.clone(), v.clone())));
+        merged.extend(self.pipeline_merged());
         merged.extend(self.active.iter().map(|(k, v)| (k.clone(), v.clone())));
         merged
             .into_iter()
@@ -131,11 +150,12 @@ impl Oracle {
     }
 }
 
-fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
+fn run(ops: Vec<Op>, mslab: bool, limit: usize) -> Result<(), TestCaseError> {
     let memstore = MemStore::new(MemStoreOptions {
         mslab,
         chunk_size: 128,
         max_copied_cell: 48,
+        pipeline_segments_limit: limit,
     });
     let mut oracle = Oracle::default();
     let mut pending = None;
@@ -148,15 +168,22 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                 memstore.add(cells);
             }
             Op::Flatten => {
+                // Something to flatten exactly when the active part holds cells: the pipeline
+                // never keeps more than `limit` segments, all flat, after a flattening.
                 prop_assert_eq!(memstore.flatten(), !oracle.active.is_empty());
-                let active = std::mem::take(&mut oracle.active);
-                oracle.pipeline.extend(active);
+                if !oracle.active.is_empty() {
+                    let active = std::mem::take(&mut oracle.active);
+                    oracle.pipeline.insert(0, active);
+                    if oracle.pipeline.len() > limit {
+                        oracle.pipeline = vec![oracle.pipeline_merged()];
+                    }
+                }
             }
             Op::Rollback(places) => {
                 let held: Vec<CellKey> = oracle
                     .active
                     .keys()
-                    .chain(oracle.pipeline.keys())
+                    .chain(oracle.pipeline.iter().flat_map(BTreeMap::keys))
                     .cloned()
                     .collect();
                 if held.is_empty() {
@@ -169,8 +196,12 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
                 let expected = cells
                     .iter()
                     .filter(|cell| {
+                        // From the active part, else the newest pipeline segment holding it.
                         oracle.active.remove(cell.key()).is_some()
-                            || oracle.pipeline.remove(cell.key()).is_some()
+                            || oracle
+                                .pipeline
+                                .iter_mut()
+                                .any(|segment| segment.remove(cell.key()).is_some())
                     })
                     .count();
                 prop_assert_eq!(memstore.rollback(&cells), expected);
@@ -178,12 +209,12 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
             Op::Snapshot => {
                 let snapshot = memstore.snapshot();
                 if oracle.snapshot.is_none() {
+                    let (cells, bytes) = oracle.pipeline_counted();
                     let active = std::mem::take(&mut oracle.active);
-                    let mut frozen = std::mem::take(&mut oracle.pipeline);
-                    oracle.snapshot_counted = (
-                        (active.len() + frozen.len()) as u64,
-                        data_bytes(&active) + data_bytes(&frozen),
-                    );
+                    let mut frozen = oracle.pipeline_merged();
+                    oracle.pipeline.clear();
+                    oracle.snapshot_counted =
+                        (active.len() as u64 + cells, data_bytes(&active) + bytes);
                     frozen.extend(active);
                     oracle.snapshot = Some(frozen);
                 }
@@ -332,8 +363,10 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
         prop_assert_eq!(active.cell_count, oracle.active.len() as u64);
         prop_assert_eq!(active.data_bytes, data_bytes(&oracle.active));
         let pipeline = memstore.pipeline_size();
-        prop_assert_eq!(pipeline.cell_count, oracle.pipeline.len() as u64);
-        prop_assert_eq!(pipeline.data_bytes, data_bytes(&oracle.pipeline));
+        prop_assert_eq!(
+            (pipeline.cell_count, pipeline.data_bytes),
+            oracle.pipeline_counted()
+        );
         prop_assert_eq!(
             memstore.snapshot_size().cell_count,
             oracle.snapshot_counted.0
@@ -351,7 +384,12 @@ fn run(ops: Vec<Op>, mslab: bool) -> Result<(), TestCaseError> {
         // A rollback leaves the bounds as they were: wider is safe (the WAL keeps an entry a
         // little longer), narrower would not be.
         prop_assert!(active.min_sequence_id <= min_seq);
-        let pipeline_min = oracle.pipeline.keys().map(CellKey::sequence_id).min();
+        let pipeline_min = oracle
+            .pipeline
+            .iter()
+            .flat_map(BTreeMap::keys)
+            .map(CellKey::sequence_id)
+            .min();
         prop_assert!(pipeline.min_sequence_id <= pipeline_min.unwrap_or(u64::MAX));
     }
     Ok(())
@@ -398,12 +436,18 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn memstore_matches_the_oracle_with_mslab(ops in prop::collection::vec(op(), 1..40)) {
-        run(ops, true)?;
+    fn memstore_matches_the_oracle_with_mslab(
+        ops in prop::collection::vec(op(), 1..40),
+        limit in 1usize..4,
+    ) {
+        run(ops, true, limit)?;
     }
 
     #[test]
-    fn memstore_matches_the_oracle_without_mslab(ops in prop::collection::vec(op(), 1..40)) {
-        run(ops, false)?;
+    fn memstore_matches_the_oracle_without_mslab(
+        ops in prop::collection::vec(op(), 1..40),
+        limit in 1usize..4,
+    ) {
+        run(ops, false, limit)?;
     }
 }

@@ -54,6 +54,7 @@ fn run(mslab: bool, flatten: bool) {
         mslab,
         chunk_size: 4096,
         max_copied_cell: 1024,
+        ..MemStoreOptions::default()
     }));
     let sequencer = Arc::new(Sequencer::default());
     let done = Arc::new(AtomicBool::new(false));
