@@ -147,21 +147,9 @@ impl FlatSegment {
             return self.lower_bound(key);
         }
         debug_assert!(self.cells[from].key() < key, "a reseek goes forward");
-        // `low` sorts before `key`; `high` is the first index known not to (a larger prefix,
-        // hence a larger key, or the end).
-        let (mut low, mut step) = (from, 1);
-        let high = loop {
-            let probe = low.saturating_add(step);
-            match self.prefixes.get(probe) {
-                Some(p) if *p == prefix && self.cells[probe].key() < key => {
-                    low = probe;
-                    step = step.saturating_mul(2);
-                }
-                Some(_) => break probe,
-                None => break self.cells.len(),
-            }
-        };
-        low + 1 + self.cells[low + 1..high].partition_point(|c| c.key() < key)
+        self.gallop(from, |i| {
+            self.prefixes[i] == prefix && self.cells[i].key() < key
+        })
     }
 
     /// The index of the first prefix at or after `prefix`: through the top index, then one
@@ -177,18 +165,38 @@ impl FlatSegment {
         start + self.prefixes[start..end].partition_point(|p| *p < prefix)
     }
 
-    /// The first index after `low` whose prefix is not `prefix`: galloping, since ties are
-    /// usually few but a hot row may have thousands of versions.
+    /// The first index at or after `low` whose prefix is not `prefix`.
     fn end_of_ties(&self, low: usize, prefix: u128) -> usize {
-        let (mut tied, mut step) = (low, 1);
-        let mut probe = low + step;
-        while self.prefixes.get(probe) == Some(&prefix) {
-            tied = probe;
-            step *= 2;
-            probe = tied + step;
+        if self.prefixes.get(low) != Some(&prefix) {
+            return low;
         }
-        let probe = probe.min(self.prefixes.len());
-        tied + self.prefixes[tied..probe].partition_point(|p| *p == prefix)
+        self.gallop(low, |i| self.prefixes[i] == prefix)
+    }
+
+    /// The first index after `from` where `holds` is false, `holds` being true at `from` and
+    /// on every index up to some point, false from it on: galloping (steps of 1, 2, 4, … from
+    /// `from`, then halving the last), since the point is usually a few cells on (a row's
+    /// versions, a column's) but a hot row may have thousands of versions.
+    fn gallop(&self, from: usize, holds: impl Fn(usize) -> bool) -> usize {
+        let len = self.cells.len();
+        // `holds` is true at `low` and false at `high` (or `high` is `len`); the answer lies
+        // in `low + 1..=high`.
+        let (mut low, mut step) = (from, 1);
+        while low + step < len && holds(low + step) {
+            low += step;
+            step *= 2;
+        }
+        let mut high = (low + step).min(len);
+        low += 1;
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if holds(mid) {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
     }
 
     /// The index of the first key after `from`.
