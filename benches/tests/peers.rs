@@ -1,6 +1,7 @@
 //! The peers comparison's own rules: every pure-Rust peer stores, scans and increments
 //! correctly (increments are atomic under contention, never a racy read and write), a load at
-//! `WriteMode::Load` survives a reopen once settled, and the figures count only the peers
+//! `WriteMode::Load` survives a reopen once settled (sled's even while its last handle is
+//! still letting go of the lock), and the figures count only the peers
 //! that meet a row's durability.
 
 use std::sync::Arc;
@@ -70,6 +71,23 @@ fn a_settled_load_survives_a_reopen() {
         let kv = peers::open(kind, dir.path()).expect("reopen");
         assert_eq!(kv.scan(b"", 1000).expect("scan"), 100, "{kind:?}");
     }
+}
+
+#[test]
+fn opening_sled_waits_for_the_lock_a_closing_handle_still_holds() {
+    // Dropping a sled handle returns before its flusher thread lets go of the file lock; here
+    // the lock is held for certain when the second open starts, and let go 200 ms later.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let first = peers::open(PeerKind::Sled, dir.path()).expect("open");
+    first.put(b"k", b"v", WriteMode::Load).expect("put");
+    first.settle().expect("settle");
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        drop(first);
+    });
+    let second = peers::open(PeerKind::Sled, dir.path()).expect("reopen while closing");
+    closer.join().expect("closer");
+    assert_eq!(second.get(b"k").expect("get"), Some(b"v".to_vec()));
 }
 
 fn measured(engine: Engine, rounds: &[f64]) -> Measured {

@@ -24,6 +24,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -299,18 +300,36 @@ impl KeyValue for FjallKv {
     }
 }
 
+/// How long opening a sled database waits for a lock its last closed handle still holds.
+const SLED_LOCK_WAIT: Duration = Duration::from_secs(5);
+
 struct SledKv {
     db: sled::Db,
 }
 
 impl SledKv {
+    /// Opens the database, waiting up to [`SLED_LOCK_WAIT`] for the file lock: dropping a
+    /// `sled::Db` returns before sled's background flusher lets go of the lock, so reopening a
+    /// directory right after closing it can find the lock still held (sled issue 1289).
     fn open(dir: &Path) -> Result<SledKv, String> {
-        let db = sled::Config::new()
-            .path(dir)
-            .cache_capacity(CACHE_BYTES)
-            .open()
-            .map_err(|e| format!("sled: opening {}: {e}", dir.display()))?;
-        Ok(SledKv { db })
+        let deadline = Instant::now() + SLED_LOCK_WAIT;
+        loop {
+            let opened = sled::Config::new()
+                .path(dir)
+                .cache_capacity(CACHE_BYTES)
+                .open();
+            match opened {
+                Ok(db) => return Ok(SledKv { db }),
+                // sled reports the held lock as an `Other` I/O error with this message.
+                Err(sled::Error::Io(e))
+                    if e.to_string().starts_with("could not acquire lock")
+                        && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return Err(format!("sled: opening {}: {e}", dir.display())),
+            }
+        }
     }
 
     fn persist(&self, mode: WriteMode) -> Result<(), String> {
