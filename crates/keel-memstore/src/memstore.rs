@@ -144,6 +144,14 @@ impl MemStore {
         &self.options
     }
 
+    /// Changes [`MemStoreOptions::pipeline_segments_limit`] (values below 1 count as 1): the
+    /// next in-memory flush follows the new limit, whatever the pipeline holds. The one option
+    /// an owner may set after construction, as a region learns its server's settings after it
+    /// has built its stores.
+    pub fn set_pipeline_segments_limit(&mut self, limit: usize) {
+        self.options.pipeline_segments_limit = limit;
+    }
+
     /// The chunk pool this memstore draws from.
     pub fn chunk_pool(&self) -> &Arc<ChunkPool> {
         &self.pool

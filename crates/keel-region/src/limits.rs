@@ -40,6 +40,12 @@ pub struct RegionLimits {
     /// `hbase.hregion.compacting.memstore.type`: whether a store's memstore flushes in memory
     /// (see [`InMemoryCompaction`]).
     pub in_memory_compaction: InMemoryCompaction,
+    /// `hbase.hregion.compacting.pipeline.segments.limit`: under
+    /// [`InMemoryCompaction::Basic`], how many flat segments a store's memstore keeps before an
+    /// in-memory flush merges them all into one (2; keel-memstore's
+    /// `MemStoreOptions::pipeline_segments_limit`). More segments: cheaper in-memory flushes,
+    /// reads that search more arrays. Below 1 counts as 1 (every in-memory flush merges).
+    pub pipeline_segments_limit: usize,
 }
 
 /// HBase's in-memory compaction policies that Keel has. The default is HBase's, `NONE`
@@ -101,6 +107,7 @@ impl Default for RegionLimits {
             preclose_flush_bytes_per_sec: 50 << 20,
             busy_wait: Duration::from_secs(60),
             in_memory_compaction: InMemoryCompaction::default(),
+            pipeline_segments_limit: keel_memstore::DEFAULT_PIPELINE_SEGMENTS_LIMIT,
         }
     }
 }

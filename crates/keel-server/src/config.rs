@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -45,6 +46,9 @@ pub struct Settings {
     /// `hbase.hregion.compacting.memstore.type`: `NONE` (HBase's default) or `BASIC` (in-memory
     /// flushes into flat arrays; faster reads and scans of what is in memory).
     pub in_memory_compaction: keel_region::InMemoryCompaction,
+    /// `hbase.hregion.compacting.pipeline.segments.limit` (2): under BASIC, the flat segments a
+    /// store's memstore keeps before an in-memory flush merges them into one.
+    pub pipeline_segments_limit: NonZeroUsize,
     /// `hbase.hregion.memstore.block.multiplier` (4).
     pub block_multiplier: u64,
     /// `hbase.hstore.blockingStoreFiles` (16).
@@ -147,6 +151,10 @@ impl Default for Settings {
             max_region_size: 10 << 30,
             split_policy: SplitPolicy::Stepping,
             in_memory_compaction: keel_region::InMemoryCompaction::None,
+            pipeline_segments_limit: NonZeroUsize::new(
+                keel_region::RegionLimits::default().pipeline_segments_limit,
+            )
+            .expect("HBase's default limit is positive"),
             block_multiplier: 4,
             blocking_store_files: 16,
             busy_wait: Duration::from_secs(60),
@@ -386,6 +394,10 @@ fn usize_of(key: &str, v: &toml::Value) -> Result<usize, String> {
     usize::try_from(int(key, v)?).map_err(|_| format!("{key}: too large"))
 }
 
+fn nonzero_usize_of(key: &str, v: &toml::Value) -> Result<NonZeroUsize, String> {
+    NonZeroUsize::new(usize_of(key, v)?).ok_or_else(|| format!("{key}: at least 1"))
+}
+
 fn no_flag(_: &mut Settings, _: &str) -> Result<(), String> {
     Err("this setting has no flag".to_string())
 }
@@ -550,6 +562,15 @@ pub static SETTINGS: &[Setting] = &[
         in_memory_compaction,
         string_parsed,
         ("\"BASIC\"", "BASIC")
+    ),
+    plain!(
+        "hbase.hregion.compacting.pipeline.segments.limit",
+        "pipeline-segments-limit",
+        "N",
+        "under BASIC, the flat segments a store's memstore keeps before an in-memory flush merges them all into one (at least 1)",
+        pipeline_segments_limit,
+        nonzero_usize_of,
+        ("4", "4")
     ),
     plain!(
         "hbase.hregion.memstore.block.multiplier",

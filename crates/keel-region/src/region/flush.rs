@@ -184,3 +184,39 @@ impl Region {
         Ok(flush_seq)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use keel_fs::{FaultFs, FileSystem};
+    use keel_wal::{Wal, WalOptions};
+
+    use super::*;
+    use crate::{FamilyOptions, RegionLimits};
+
+    #[test]
+    fn the_pipeline_limit_reaches_every_stores_memstore() {
+        let fs: Arc<dyn FileSystem> = Arc::new(FaultFs::new());
+        let wal = Wal::open(Arc::clone(&fs), Path::new("/wal"), WalOptions::default());
+        let families = vec![FamilyOptions::new("a"), FamilyOptions::new("b")];
+        let region = Region::open(
+            fs,
+            Path::new("/r"),
+            Arc::new(wal.expect("wal")),
+            1,
+            families,
+        )
+        .expect("region");
+        let limits = RegionLimits {
+            pipeline_segments_limit: 5,
+            ..RegionLimits::default()
+        };
+        let region = region.with_limits(limits);
+        assert_eq!(region.stores.len(), 2);
+        for store in region.stores.values() {
+            assert_eq!(store.memstore.options().pipeline_segments_limit, 5);
+        }
+    }
+}

@@ -254,6 +254,11 @@ static FILE_IDS: AtomicU64 = AtomicU64::new(1);
 impl Region {
     /// The same region with `limits` (HBase's defaults otherwise).
     pub fn with_limits(mut self, limits: RegionLimits) -> Region {
+        for store in self.stores.values_mut() {
+            store
+                .memstore
+                .set_pipeline_segments_limit(limits.pipeline_segments_limit);
+        }
         self.limits = limits;
         self
     }

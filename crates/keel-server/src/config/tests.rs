@@ -115,6 +115,18 @@ fn hbase_keys_in_either_form_and_errors_that_name_the_key() {
         .expect_err("type");
     assert!(flag.contains("--handler-count"), "{flag}");
     assert!(Settings::default().apply_flag("made-up", "1").is_err());
+    // A pipeline limit of 0 means nothing: refused in the file and as a flag.
+    let zero = Settings::default()
+        .apply_toml("\"hbase.hregion.compacting.pipeline.segments.limit\" = 0")
+        .expect_err("zero");
+    assert!(
+        zero.contains("hbase.hregion.compacting.pipeline.segments.limit"),
+        "{zero}"
+    );
+    let zero = Settings::default()
+        .apply_flag("pipeline-segments-limit", "0")
+        .expect_err("zero");
+    assert!(zero.contains("--pipeline-segments-limit"), "{zero}");
 }
 
 #[test]
