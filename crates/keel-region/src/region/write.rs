@@ -150,7 +150,12 @@ impl Region {
         self.count_writes(1);
         let write = self.check_row_write(row, cells)?;
         self.check_resources()?;
-        let (guard, timings) = self.lock_exclusive(Bytes::copy_from_slice(row))?;
+        // The lock's key shares a cell's bytes (every cell is of `row`) instead of a copy.
+        let key = match write.cells().first() {
+            Some(cell) => cell.row_bytes(),
+            None => Bytes::copy_from_slice(row),
+        };
+        let (guard, timings) = self.lock_exclusive(key)?;
         self.write_locked(write, durability, timings, guard)
     }
 
