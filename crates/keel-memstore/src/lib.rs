@@ -51,6 +51,7 @@ mod flat;
 mod memstore;
 mod options;
 mod row_filter;
+mod row_hints;
 mod scanner;
 mod segment;
 mod skiplist;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellKey};
+use keel_cell::{Cell, CellKey, same_bytes};
 
 use crate::chunk::{ChunkPool, Mslab};
 use crate::flat::FlatSegment;
@@ -195,7 +195,8 @@ impl Segment {
     /// pins the caller's (request) buffers.
     pub(crate) fn add(&self, cell: Cell, pool: &ChunkPool, counters: &SizeCounters) {
         // Before the insert: a reader that can see the cell must find its row in the filter.
-        self.rows.insert(row_hash(cell.row()));
+        let hash = row_hash(cell.row());
+        self.rows.insert(hash);
         let len = data_len(&cell);
         let parts = cell.coordinates_and_value();
         let copy = match &self.mslab {
@@ -209,7 +210,17 @@ impl Segment {
         // One search: insert, replacing an identical key (the list orders two adds of one key
         // that race: one inserts, the other replaces, and the sizes stay exact).
         let size = SegmentSize::of_key(stored.key());
-        match self.cells.insert(MemKey::new(stored), value_len) {
+        // A row's first cell records the node before it, where a get of the row starts. The
+        // prefixes first: they lie in the nodes, the rows' bytes in chunks elsewhere (the search
+        // that placed the cell read the neighbour's only on a prefix tie).
+        let before_row = |before: &MemKey, new: &MemKey| {
+            before.prefix() != new.prefix()
+                || !same_bytes(before.cell_key().row(), new.cell_key().row())
+        };
+        match self
+            .cells
+            .insert_hinted(MemKey::new(stored), value_len, hash, before_row)
+        {
             None => counters.record(&size),
             Some(old_len) => counters.replace_value(old_len, value_len),
         }
@@ -243,14 +254,17 @@ impl Segment {
         &self.cells
     }
 
-    /// The first entry at `from` (or the segment's first when unbounded), visible or not.
+    /// The first entry at `from` (or the segment's first when unbounded), visible or not. The
+    /// search starts at the row's hint when the segment has one (see `row_hints`).
     pub(crate) fn first_entry(&self, from: Bound<&CellKey>) -> Option<Entry<'_>> {
         match from {
             Bound::Unbounded => self.cells.front(),
-            Bound::Included(key) => self.cells.lower_bound_by(probe(key)),
+            Bound::Included(key) => self
+                .cells
+                .lower_bound_hinted(row_hash(key.row()), probe(key)),
             Bound::Excluded(key) => {
                 let target = probe(key);
-                let mut entry = self.cells.lower_bound_by(&target);
+                let mut entry = self.cells.lower_bound_hinted(row_hash(key.row()), &target);
                 while let Some(current) = entry
                     && target(current.key()) == CmpOrdering::Equal
                 {

@@ -29,6 +29,8 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 use keel_sync::Mutex;
 
+use crate::row_hints::RowHints;
+
 /// Levels at most. With a quarter of the nodes reaching each next level (below), twelve levels
 /// keep searches logarithmic to 4^12 (16 M) nodes; a segment holds around a million.
 pub(crate) const MAX_HEIGHT: usize = 12;
@@ -59,6 +61,9 @@ pub(crate) const fn node_header_bytes<K>() -> usize {
 /// Where a search stands: before the list's first node (the head) or after a node.
 type Link<K> = Option<NonNull<Node<K>>>;
 
+/// A new node and the node it went in right after at the bottom level.
+type Placed<K> = (NonNull<Node<K>>, NonNull<Node<K>>);
+
 /// Sorted keys, each with a `u64` value; see the module doc.
 pub(crate) struct SkipList<K> {
     head: [AtomicPtr<Node<K>>; MAX_HEIGHT],
@@ -69,6 +74,9 @@ pub(crate) struct SkipList<K> {
     arena: Mutex<Arena>,
     /// Taken by replacements and removals (see the module doc).
     replacing: Mutex<()>,
+    /// Where searches for a row may start ([`SkipList::insert_hinted`]); only ever nodes of
+    /// this list.
+    hints: RowHints<Node<K>>,
 }
 
 // SAFETY: the list owns its keys (dropped with it) and shares them only as `&K` through
@@ -241,6 +249,7 @@ impl<K: Ord> SkipList<K> {
             len: AtomicUsize::new(0),
             arena: Mutex::new(Arena::default()),
             replacing: Mutex::new(()),
+            hints: RowHints::default(),
         }
     }
 
@@ -408,13 +417,63 @@ impl<K: Ord> SkipList<K> {
 
     /// Adds `key` with `value`. If a live node holds an identical key, the new node replaces it
     /// and its value is returned.
+    #[cfg(test)]
     pub(crate) fn insert(&self, key: K, value: u64) -> Option<u64> {
+        self.insert_after(key, value).0
+    }
+
+    /// [`SkipList::insert`], and when the node the new one went in right after (at the bottom
+    /// level) starts before the new key's group (`before_group(that key, new key)`: a row's
+    /// cells, for the memstore), records that node as the hint for `hash`, the group's hash:
+    /// [`SkipList::lower_bound_hinted`] then starts there. The group's first node's
+    /// predecessor is where a search for the group's start lands.
+    pub(crate) fn insert_hinted(
+        &self,
+        key: K,
+        value: u64,
+        hash: u64,
+        before_group: impl Fn(&K, &K) -> bool,
+    ) -> Option<u64> {
+        let (replaced, placed) = self.insert_after(key, value);
+        if let Some((prev, node)) = placed
+            // SAFETY: both are published nodes of this list.
+            && before_group(unsafe { &(*prev.as_ptr()).key }, unsafe {
+                &(*node.as_ptr()).key
+            })
+        {
+            self.hints.record(hash, prev.as_ptr());
+        }
+        replaced
+    }
+
+    /// The first node whose key is at least the target, as [`SkipList::lower_bound_by`], from
+    /// the node hinted for `hash` when it sorts before the target (a finger search from there:
+    /// the target is usually its next node), else from the top.
+    pub(crate) fn lower_bound_hinted(
+        &self,
+        hash: u64,
+        target: impl Fn(&K) -> CmpOrdering,
+    ) -> Option<Entry<'_, K>> {
+        if let Some(node) = self.hints.lookup(hash).and_then(NonNull::new) {
+            // A hint is a node of this list (only `insert_hinted` records one), which frees
+            // its nodes only when it drops.
+            let hinted = Entry::new(node);
+            if target(hinted.key()) == CmpOrdering::Less {
+                return self.lower_bound_after(hinted, target);
+            }
+        }
+        self.lower_bound_by(target)
+    }
+
+    /// [`SkipList::insert`], returning also, for a new node (not a replacement), the node it
+    /// went in right after at the bottom level (none: first in the list) and the new node.
+    fn insert_after(&self, key: K, value: u64) -> (Option<u64>, Option<Placed<K>>) {
         let mut splice = self.search(&|k: &K| k.cmp(&key), false);
         if let Some(next) = NonNull::new(splice.next[0])
             // SAFETY: a node reached through the list is published.
             && unsafe { (*next.as_ptr()).key == key }
         {
-            return self.replace(self.new_node(key, value, 1));
+            return (self.replace(self.new_node(key, value, 1)), None);
         }
         let height = random_height();
         let node = self.new_node(key, value, height);
@@ -466,14 +525,14 @@ impl<K: Ord> SkipList<K> {
                 {
                     // A first insert of the same key won the race: ours, linked nowhere yet,
                     // replaces it.
-                    return self.replace(node);
+                    return (self.replace(node), None);
                 }
                 splice.prev[level] = prev;
                 splice.next[level] = next;
             }
         }
         self.len.fetch_add(1, Ordering::Relaxed);
-        None
+        (None, splice.prev[0].map(|prev| (prev, node)))
     }
 
     /// Links `node` (unlinked) at the bottom level after every node with its key, and marks

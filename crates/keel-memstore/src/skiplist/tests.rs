@@ -125,6 +125,90 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(config(64, 2))]
+
+    /// Hinted inserts and searches against the plain ones. Keys are grouped in eights (a
+    /// "row"); the hash of a group is its number modulo `slots_apart`, so with few distinct
+    /// hashes groups overwrite each other's hints (and hint at nodes far from, or after, the
+    /// searched key): a search must land where the search from the top does whatever the hint.
+    #[test]
+    fn a_hinted_search_lands_where_a_search_from_the_top_does(
+        keys in prop::collection::vec(0u32..4000, 1..1500),
+        removed in prop::collection::vec(0u32..4000, 0..50),
+        probes in prop::collection::vec(0u32..4100, 1..60),
+        slots_apart in prop_oneof![Just(1u64), Just(3), Just(u64::MAX)],
+    ) {
+        let hash = |key: u32| (u64::from(key / 8) % slots_apart).wrapping_add(1);
+        let before_group = |a: &u32, b: &u32| a / 8 != b / 8;
+        let list = SkipList::new();
+        let mut oracle = BTreeMap::new();
+        for (i, key) in keys.iter().enumerate() {
+            let replaced = list.insert_hinted(*key, i as u64, hash(*key), before_group);
+            prop_assert_eq!(replaced, oracle.insert(*key, i as u64));
+        }
+        for key in removed {
+            prop_assert_eq!(list.remove(&key), oracle.remove(&key));
+        }
+        let expected: Vec<(u32, u64)> = oracle.iter().map(|(k, v)| (*k, *v)).collect();
+        prop_assert_eq!(live(&list), expected);
+        for probe in probes {
+            let hinted = list.lower_bound_hinted(hash(probe), |k: &u32| k.cmp(&probe));
+            let top = list.lower_bound(&probe);
+            prop_assert_eq!(hinted.map(|e| e.node), top.map(|e| e.node), "to {}", probe);
+        }
+    }
+}
+
+/// A search for a row's start from its hint compares a few keys, where the search from the top
+/// of a list of 100 000 compares dozens: the hint is what makes a get's positioning cheap.
+#[test]
+fn a_hinted_search_for_a_rows_start_compares_a_few_keys() {
+    let list = SkipList::new();
+    // Rows of four keys, inserted in a scrambled order, so that rows' first nodes arrive
+    // after other rows went in around them.
+    let rows = if cfg!(miri) { 200u32 } else { 25_000 };
+    for i in 0..rows * 4 {
+        let key = (i.wrapping_mul(2_654_435_761) % (rows * 4)) * 2 + 2;
+        list.insert_hinted(key, 0, u64::from(key / 8) + 1, |a: &u32, b: &u32| {
+            a / 8 != b / 8
+        });
+    }
+    let compared = AtomicUsize::new(0);
+    let count = |target: u32| {
+        let compared = &compared;
+        move |k: &u32| {
+            compared.fetch_add(1, Ordering::Relaxed);
+            k.cmp(&target)
+        }
+    };
+    let (mut hinted, mut from_top) = (0, 0);
+    let sample = rows.min(1000);
+    for row in 0..sample {
+        let start = row * 8;
+        compared.store(0, Ordering::Relaxed);
+        let found = list.lower_bound_hinted(u64::from(row) + 1, count(start));
+        hinted += compared.load(Ordering::Relaxed);
+        compared.store(0, Ordering::Relaxed);
+        let top = list.lower_bound_by(count(start));
+        from_top += compared.load(Ordering::Relaxed);
+        assert_eq!(found.map(|e| e.node), top.map(|e| e.node));
+    }
+    let (hinted, from_top) = (
+        hinted as f64 / f64::from(sample),
+        from_top as f64 / f64::from(sample),
+    );
+    // Measured: 6.7 hinted, 24.9 from the top (rows inserted after a hint was recorded lie
+    // between it and its row: the finger search steps over them).
+    assert!(hinted < 10.0, "{hinted} comparisons a hinted search");
+    if !cfg!(miri) {
+        assert!(
+            from_top > 3.0 * hinted,
+            "{from_top} from the top, {hinted} hinted"
+        );
+    }
+}
+
 #[test]
 fn a_replacement_hides_the_old_node_and_keeps_the_count() {
     let list = SkipList::new();
