@@ -150,8 +150,8 @@ pub(crate) const MIRI_PACKAGES: &[&str] = &[
 /// keel-blockcache's only `unsafe` is the memory-mapped area, which Miri cannot run, so it
 /// checks the area's heap twin and the word copies both share, rather than interpreting every
 /// threaded cache test for minutes; keel-memstore's is the arena skip list and the scanner's
-/// in-place reading of it, so every unit test but the flat segment's and the row filter's
-/// (no `unsafe`, and minutes under Miri) and the key-order proptest; keel-sync's only `unsafe`
+/// in-place reading of it, so every unit test but the flat segment's, the row filter's and the
+/// row hints' table's (no `unsafe`, and minutes under Miri) and the key-order proptest; keel-sync's only `unsafe`
 /// is the prefetch hint; keel-testkit's is the counting allocator; keel-fs's is the `pread`
 /// into a buffer's spare capacity, which reads real files (see [`MIRI_REAL_FILES`]).
 const MIRI_FILTERS: &[(&str, &[&str])] = &[
@@ -164,6 +164,8 @@ const MIRI_FILTERS: &[(&str, &[&str])] = &[
             "flat::",
             "--skip",
             "row_filter::",
+            "--skip",
+            "row_hints::",
             "--skip",
             "mem_keys_sort_as_their_cell_keys",
         ],

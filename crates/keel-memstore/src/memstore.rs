@@ -354,7 +354,10 @@ impl MemStore {
                 "the pipeline's newest segment changed under a flattening"
             );
             // The same cells as one list held (it keeps one live cell per key): the
-            // pipeline's sizes stay as they are.
+            // pipeline's sizes stay as they are, less the list's row hints, which go with it.
+            if let AnySegment::List(list) = &inputs[0] {
+                self.pipeline_size.remove_overhead(list.hint_bytes());
+            }
             segments.pipeline[0] = flat;
         }
         true

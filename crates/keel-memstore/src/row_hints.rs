@@ -13,9 +13,12 @@
 //! The table grows like [`crate::row_filter`]'s levels: a level of slots takes hints until it
 //! holds as many rows as slots, then the next, four times larger, takes over. A lookup tries the
 //! newest level first, then the older ones. Levels are allocated only when reached: 16 bytes a
-//! slot, so about 16 to 28 bytes per row once a level is full (not counted in the segment's
-//! size, like the row filter). A row may take any of the four slots of one cache line.
+//! slot, so 21 bytes per row when the newest level is full and up to 85 just after it was
+//! allocated. Unlike the row filter's few bits, that is counted: [`RowHints::record`] returns
+//! what it allocated, which the segment adds to its size. A row may take any of the four slots
+//! of one cache line.
 
+use std::mem::size_of;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
@@ -80,10 +83,13 @@ fn group_of<T>(groups: &[Group<T>], hash: u64) -> &Group<T> {
 }
 
 impl<T> RowHints<T> {
-    /// Records `node` as where a search for the row hashing to `hash` may start.
-    pub(crate) fn record(&self, hash: u64, node: *mut T) {
+    /// Records `node` as where a search for the row hashing to `hash` may start. Returns the
+    /// bytes this call allocated (a new level's), for the segment's size.
+    pub(crate) fn record(&self, hash: u64, node: *mut T) -> usize {
         let level = self.current.load(Ordering::Relaxed);
+        let mut allocated = 0;
         let groups = self.levels[level].get_or_init(|| {
+            allocated = groups_of(level) * size_of::<Group<T>>();
             (0..groups_of(level))
                 .map(|_| {
                     Group(std::array::from_fn(|_| Slot {
@@ -119,6 +125,15 @@ impl<T> RowHints<T> {
         // The node before the tag: a reader that sees this tag sees this node or a later one.
         slot.node.store(node, Ordering::Release);
         slot.tag.store(hash, Ordering::Release);
+        allocated
+    }
+
+    /// Bytes of the levels allocated so far.
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        (0..LEVELS)
+            .filter(|&level| self.levels[level].get().is_some())
+            .map(|level| groups_of(level) * size_of::<Group<T>>())
+            .sum()
     }
 
     /// The node last recorded for the row hashing to `hash`, if a slot still speaks for it.
@@ -153,9 +168,14 @@ mod tests {
         let ptrs: Vec<*mut u32> = nodes.iter_mut().map(|n| n as *mut u32).collect();
         // Hashes spread like `row_hash`'s; 10 000 rows fill levels 0 to 2 and start level 3.
         let hash = |i: u64| (i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        for (i, ptr) in ptrs.iter().enumerate() {
-            hints.record(hash(i as u64), *ptr);
-        }
+        let allocated: usize = ptrs
+            .iter()
+            .enumerate()
+            .map(|(i, ptr)| hints.record(hash(i as u64), *ptr))
+            .sum();
+        // Levels of 1 024, 4 096 and 16 384 slots (10 000 rows moved past the second).
+        assert_eq!(allocated, (1024 + 4096 + 16_384) * 16);
+        assert_eq!(hints.allocated_bytes(), allocated);
         assert!(hints.current.load(Ordering::Relaxed) >= 2, "levels grow");
         let found = (0..ptrs.len())
             .filter(|&i| hints.lookup(hash(i as u64)) == Some(ptrs[i]))

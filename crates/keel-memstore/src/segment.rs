@@ -79,6 +79,8 @@ impl SegmentSize {
 #[derive(Debug)]
 pub(crate) struct SizeCounters {
     data_bytes: AtomicU64,
+    /// Bookkeeping beyond [`CELL_OVERHEAD_BYTES`] a cell: a skip list's row hints.
+    extra_overhead: AtomicU64,
     cell_count: AtomicU64,
     min_timestamp: AtomicI64,
     max_timestamp: AtomicI64,
@@ -89,6 +91,7 @@ impl SizeCounters {
     pub(crate) fn new() -> SizeCounters {
         SizeCounters {
             data_bytes: AtomicU64::new(0),
+            extra_overhead: AtomicU64::new(0),
             cell_count: AtomicU64::new(0),
             min_timestamp: AtomicI64::new(i64::MAX),
             max_timestamp: AtomicI64::new(i64::MIN),
@@ -132,11 +135,27 @@ impl SizeCounters {
         self.cell_count.fetch_sub(1, Ordering::Relaxed);
     }
 
+    /// Adds bookkeeping bytes that are not a cell's (a skip list's row hints).
+    pub(crate) fn add_overhead(&self, bytes: u64) {
+        self.extra_overhead.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Takes back bookkeeping bytes [`SizeCounters::add_overhead`] added (a list whose hints
+    /// went when it was flattened).
+    pub(crate) fn remove_overhead(&self, bytes: u64) {
+        let _ = self
+            .extra_overhead
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+                Some(now.saturating_sub(bytes))
+            });
+    }
+
     pub(crate) fn read(&self) -> SegmentSize {
         let cell_count = self.cell_count.load(Ordering::Relaxed);
         SegmentSize {
             data_bytes: self.data_bytes.load(Ordering::Relaxed),
-            overhead_bytes: cell_count * CELL_OVERHEAD_BYTES,
+            overhead_bytes: cell_count * CELL_OVERHEAD_BYTES
+                + self.extra_overhead.load(Ordering::Relaxed),
             cell_count,
             min_timestamp: self.min_timestamp.load(Ordering::Relaxed),
             max_timestamp: self.max_timestamp.load(Ordering::Relaxed),
@@ -146,6 +165,11 @@ impl SizeCounters {
 
     pub(crate) fn store(&self, size: SegmentSize) {
         self.data_bytes.store(size.data_bytes, Ordering::Relaxed);
+        let per_cell = size.cell_count * CELL_OVERHEAD_BYTES;
+        self.extra_overhead.store(
+            size.overhead_bytes.saturating_sub(per_cell),
+            Ordering::Relaxed,
+        );
         self.cell_count.store(size.cell_count, Ordering::Relaxed);
         self.min_timestamp
             .store(size.min_timestamp, Ordering::Relaxed);
@@ -217,18 +241,26 @@ impl Segment {
             before.prefix() != new.prefix()
                 || !same_bytes(before.cell_key().row(), new.cell_key().row())
         };
-        match self
-            .cells
-            .insert_hinted(MemKey::new(stored), value_len, hash, before_row)
-        {
+        let (replaced, hint_bytes) =
+            self.cells
+                .insert_hinted(MemKey::new(stored), value_len, hash, before_row);
+        match replaced {
             None => counters.record(&size),
             Some(old_len) => counters.replace_value(old_len, value_len),
+        }
+        if hint_bytes > 0 {
+            counters.add_overhead(hint_bytes as u64);
         }
     }
 
     /// Cells held.
     pub(crate) fn len(&self) -> usize {
         self.cells.len()
+    }
+
+    /// Bytes the skip list's row hints hold (counted in the segment's overhead).
+    pub(crate) fn hint_bytes(&self) -> u64 {
+        self.cells.hint_bytes() as u64
     }
 
     /// False only if the segment never held a cell of the row whose [`row_hash`] is `hash`.

@@ -426,24 +426,31 @@ impl<K: Ord> SkipList<K> {
     /// level) starts before the new key's group (`before_group(that key, new key)`: a row's
     /// cells, for the memstore), records that node as the hint for `hash`, the group's hash:
     /// [`SkipList::lower_bound_hinted`] then starts there. The group's first node's
-    /// predecessor is where a search for the group's start lands.
+    /// predecessor is where a search for the group's start lands. Returns what
+    /// [`SkipList::insert`] does, and the bytes the hints allocated (see `row_hints`).
     pub(crate) fn insert_hinted(
         &self,
         key: K,
         value: u64,
         hash: u64,
         before_group: impl Fn(&K, &K) -> bool,
-    ) -> Option<u64> {
+    ) -> (Option<u64>, usize) {
         let (replaced, placed) = self.insert_after(key, value);
+        let mut allocated = 0;
         if let Some((prev, node)) = placed
             // SAFETY: both are published nodes of this list.
             && before_group(unsafe { &(*prev.as_ptr()).key }, unsafe {
                 &(*node.as_ptr()).key
             })
         {
-            self.hints.record(hash, prev.as_ptr());
+            allocated = self.hints.record(hash, prev.as_ptr());
         }
-        replaced
+        (replaced, allocated)
+    }
+
+    /// Bytes the row hints have allocated.
+    pub(crate) fn hint_bytes(&self) -> usize {
+        self.hints.allocated_bytes()
     }
 
     /// The first node whose key is at least the target, as [`SkipList::lower_bound_by`], from

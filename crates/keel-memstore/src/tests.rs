@@ -139,6 +139,34 @@ fn the_newest_segment_wins_on_an_identical_key() {
     assert_eq!(values, vec![Bytes::from("second")]);
 }
 
+/// A skip list's row hints are bookkeeping the memstore holds, so its size counts them: the
+/// first level (1 024 slots of 16 bytes) once a row's first cell goes in after another row's.
+#[test]
+fn sizes_count_the_row_hints() {
+    let memstore = MemStore::new(MemStoreOptions::default());
+    // "a" goes first in the list (after no node): nothing to record yet.
+    memstore.add([cell("a", "q", 1, 1, "v")]);
+    assert_eq!(
+        memstore.active_size().overhead_bytes,
+        crate::CELL_OVERHEAD_BYTES
+    );
+    // "b" goes in after "a": its hint allocates the first level.
+    memstore.add([cell("b", "q", 1, 2, "v")]);
+    let size = memstore.active_size();
+    assert_eq!(
+        size.overhead_bytes,
+        2 * crate::CELL_OVERHEAD_BYTES + 1024 * 16
+    );
+    // The flattened pipeline holds no hints: its size counts cells only.
+    memstore.flatten();
+    assert_eq!(
+        memstore.pipeline_size().overhead_bytes,
+        2 * crate::CELL_OVERHEAD_BYTES
+    );
+    let snapshot = memstore.snapshot();
+    assert_eq!(snapshot.size().cell_count, 2);
+}
+
 #[test]
 fn sizes_track_adds_snapshots_and_clears() {
     let memstore = MemStore::new(MemStoreOptions::default());

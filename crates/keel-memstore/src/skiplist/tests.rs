@@ -144,7 +144,7 @@ proptest! {
         let list = SkipList::new();
         let mut oracle = BTreeMap::new();
         for (i, key) in keys.iter().enumerate() {
-            let replaced = list.insert_hinted(*key, i as u64, hash(*key), before_group);
+            let (replaced, _) = list.insert_hinted(*key, i as u64, hash(*key), before_group);
             prop_assert_eq!(replaced, oracle.insert(*key, i as u64));
         }
         for key in removed {
