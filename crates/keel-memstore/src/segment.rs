@@ -21,6 +21,11 @@ pub(crate) type Entry<'a> = skiplist::Entry<'a, MemKey>;
 /// of 4/3 pointers (HBase counts a fixed per-cell overhead likewise).
 pub const CELL_OVERHEAD_BYTES: u64 = (skiplist::node_header_bytes::<MemKey>() + 11) as u64;
 
+/// Cells a skip-list segment holds before it records row hints (`row_hints`): a smaller list
+/// is searched from the top in a few cached steps, and the hints' first level (16 KiB,
+/// counted in the segment's size) would outweigh a small memstore's cells.
+const HINTS_FROM_CELLS: usize = 1024;
+
 /// Sizes of a segment (or of the whole memstore): what the region's flush decisions read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SegmentSize {
@@ -234,12 +239,15 @@ impl Segment {
         // One search: insert, replacing an identical key (the list orders two adds of one key
         // that race: one inserts, the other replaces, and the sizes stay exact).
         let size = SegmentSize::of_key(stored.key());
-        // A row's first cell records the node before it, where a get of the row starts. The
-        // prefixes first: they lie in the nodes, the rows' bytes in chunks elsewhere (the search
-        // that placed the cell read the neighbour's only on a prefix tie).
+        // A row's first cell records the node before it, where a get of the row starts, once
+        // the list is large enough for that to matter. The prefixes first: they lie in the
+        // nodes, the rows' bytes in chunks elsewhere (the search that placed the cell read the
+        // neighbour's only on a prefix tie).
+        let hinting = self.cells.len() >= HINTS_FROM_CELLS;
         let before_row = |before: &MemKey, new: &MemKey| {
-            before.prefix() != new.prefix()
-                || !same_bytes(before.cell_key().row(), new.cell_key().row())
+            hinting
+                && (before.prefix() != new.prefix()
+                    || !same_bytes(before.cell_key().row(), new.cell_key().row()))
         };
         let (replaced, hint_bytes) =
             self.cells

@@ -139,32 +139,33 @@ fn the_newest_segment_wins_on_an_identical_key() {
     assert_eq!(values, vec![Bytes::from("second")]);
 }
 
-/// A skip list's row hints are bookkeeping the memstore holds, so its size counts them: the
-/// first level (1 024 slots of 16 bytes) once a row's first cell goes in after another row's.
+/// A skip list's row hints are bookkeeping the memstore holds, so its size counts them: none
+/// while the list is small, then the first level (1 024 slots of 16 bytes) once a row's first
+/// cell goes in after another row's.
 #[test]
 fn sizes_count_the_row_hints() {
     let memstore = MemStore::new(MemStoreOptions::default());
-    // "a" goes first in the list (after no node): nothing to record yet.
-    memstore.add([cell("a", "q", 1, 1, "v")]);
-    assert_eq!(
-        memstore.active_size().overhead_bytes,
-        crate::CELL_OVERHEAD_BYTES
-    );
-    // "b" goes in after "a": its hint allocates the first level.
-    memstore.add([cell("b", "q", 1, 2, "v")]);
+    let row = |i: usize| format!("r{:05}", (i * 7_919) % 1_000_003);
+    for i in 0..1_024 {
+        memstore.add([cell(&row(i), "q", 1, i as u64 + 1, "v")]);
+    }
+    let cells = 1_024 * crate::CELL_OVERHEAD_BYTES;
+    assert_eq!(memstore.active_size().overhead_bytes, cells);
+    // The next row's cell, after another row's in the list: its hint allocates the first level.
+    memstore.add([cell("r99999", "q", 1, 5_000, "v")]);
     let size = memstore.active_size();
     assert_eq!(
         size.overhead_bytes,
-        2 * crate::CELL_OVERHEAD_BYTES + 1024 * 16
+        cells + crate::CELL_OVERHEAD_BYTES + 1024 * 16
     );
     // The flattened pipeline holds no hints: its size counts cells only.
     memstore.flatten();
     assert_eq!(
         memstore.pipeline_size().overhead_bytes,
-        2 * crate::CELL_OVERHEAD_BYTES
+        cells + crate::CELL_OVERHEAD_BYTES
     );
     let snapshot = memstore.snapshot();
-    assert_eq!(snapshot.size().cell_count, 2);
+    assert_eq!(snapshot.size().cell_count, 1_025);
 }
 
 #[test]
