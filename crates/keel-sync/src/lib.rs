@@ -29,7 +29,7 @@
 //!
 //! What this crate is not: no policy. Beyond choosing implementations it holds a few small helpers
 //! that hot paths across the workspace share: [`CachePadded`], [`StripedCounter`],
-//! [`ReadMostly`] and [`prefetch`] (with [`prefetch_value`]).
+//! [`ReadMostly`], [`prefetch`] (with [`prefetch_value`]) and [`yield_until`].
 
 mod prefetch;
 mod striped;
@@ -108,6 +108,25 @@ pub fn spin_hint() {
     std::hint::spin_loop();
 }
 
+/// Yields the CPU up to `times` times until `ready()` holds, and says whether it did
+/// (`ready` is asked first, then after each yield).
+///
+/// For a waiter whose answer usually comes within a few scheduling turns, before it parks: with
+/// more runnable threads than cores, a yield hands the core to another thread at the cost of a
+/// context switch on that core, while a parked thread costs whoever answers it a futex wake-up
+/// (on a VM, an inter-processor interrupt and tens of microseconds before it runs). Unlike a
+/// spin on [`spin_hint`], it never keeps the answering thread off its core. Under shuttle each
+/// yield is a scheduling point.
+pub fn yield_until(times: usize, mut ready: impl FnMut() -> bool) -> bool {
+    for _ in 0..times {
+        if ready() {
+            return true;
+        }
+        thread::yield_now();
+    }
+    ready()
+}
+
 /// Pads and aligns a value to 128 bytes (two cache lines, for adjacent-line prefetching) so that
 /// two hot atomics never share a line.
 #[derive(Debug, Default)]
@@ -153,6 +172,23 @@ mod tests {
         assert!(timed_out);
         assert!(start.elapsed() >= Duration::from_millis(20));
         pair.1.notify_one();
+    }
+
+    #[test]
+    fn yield_until_asks_once_more_than_it_yields_and_stops_when_ready() {
+        let mut asked = 0;
+        assert!(!yield_until(3, || {
+            asked += 1;
+            false
+        }));
+        assert_eq!(asked, 4, "asked first, then after each of the 3 yields");
+        let mut asked = 0;
+        assert!(yield_until(5, || {
+            asked += 1;
+            asked == 2
+        }));
+        assert_eq!(asked, 2, "stops asking once ready");
+        assert!(yield_until(0, || true));
     }
 
     #[test]
