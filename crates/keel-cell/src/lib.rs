@@ -41,6 +41,7 @@ mod codec;
 mod error;
 mod key;
 mod limits;
+mod shared_copy;
 mod take;
 
 pub use block::BlockKey;
@@ -54,6 +55,7 @@ pub use codec::{
 pub use error::{CellError, DecodeError, escape_bytes};
 pub use key::{CellKey, KeyParts, LATEST_TIMESTAMP, compare_bytes, same_bytes};
 pub use limits::{CellLimits, MAX_ENCODED_CELL_LEN, MAX_FAMILY_LEN, MAX_ROW_LEN};
+pub use shared_copy::{INLINE_COPY_MAX, shared_copy};
 pub use take::{Decide, Take};
 
 /// The crate README's example, compiled and run as a doctest.

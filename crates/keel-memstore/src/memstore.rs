@@ -11,7 +11,7 @@ use keel_sync::{Mutex, RwLock};
 use crate::chunk::ChunkPool;
 use crate::flat::FlatSegment;
 use crate::options::MemStoreOptions;
-use crate::scanner::MemStoreScanner;
+use crate::scanner::{MemStoreScanner, SegmentList};
 use crate::segment::{AnySegment, Segment, SegmentSize, SizeCounters};
 
 /// Chunks a memstore's own pool keeps when none is shared in ([`MemStore::new`]): 64 × 2 MiB.
@@ -212,7 +212,9 @@ impl MemStore {
     /// Cells in `range` visible at `read_point`, from the active segment and the pending
     /// snapshot merged.
     pub fn scanner(&self, range: impl RangeBounds<CellKey>, read_point: u64) -> MemStoreScanner {
-        let segments = self.segments.read().all().collect();
+        // Collected (inline, no allocation) so that the list's lock is not held while the
+        // scanner positions itself.
+        let segments: SegmentList = self.segments.read().all().collect();
         MemStoreScanner::new(segments, range, read_point)
     }
 
@@ -222,7 +224,7 @@ impl MemStore {
     /// per segment. Its seeks must stay within the row.
     pub fn row_scanner(&self, row: &Bytes, read_point: u64) -> MemStoreScanner {
         let hash = crate::row_filter::row_hash(row);
-        let segments = self
+        let segments: SegmentList = self
             .segments
             .read()
             .all()

@@ -42,6 +42,9 @@ pub struct MemStoreScanner {
     front: Option<usize>,
 }
 
+/// The segments a scanner opens on, newest first: inline up to four, as its heads are.
+pub(crate) type SegmentList = smallvec::SmallVec<[AnySegment; 4]>;
+
 /// One segment and where a scanner's reading of it stands.
 #[derive(Debug)]
 enum Head {
@@ -209,7 +212,7 @@ fn prefetch_ahead(flat: &FlatSegment, index: usize) {
 
 impl MemStoreScanner {
     pub(crate) fn new(
-        segments: Vec<AnySegment>,
+        segments: impl IntoIterator<Item = AnySegment>,
         range: impl RangeBounds<CellKey>,
         read_point: u64,
     ) -> MemStoreScanner {

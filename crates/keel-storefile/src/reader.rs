@@ -291,7 +291,7 @@ impl StoreFileReader {
             return Ok(Vec::new());
         }
         let mut scanner = self.scanner();
-        let row = Bytes::copy_from_slice(row);
+        let row = keel_cell::shared_copy(row);
         scanner.set_limit(CellKey::last_on_row(row.clone()));
         scanner.seek(&CellKey::first_on_row(row.clone()))?;
         let mut cells = Vec::new();

@@ -31,6 +31,11 @@ impl std::ops::Deref for ReaderRef<'_> {
     }
 }
 
+/// A scanner's index path, one entry per level. Inline up to three levels (a root and two
+/// below it index ~10^7 data blocks), so positioning a scanner allocates nothing: a get opens
+/// one per store file that may hold its row.
+type IndexPath = smallvec::SmallVec<[(Option<IndexBlock>, usize); 3]>;
+
 /// A position in one store file. Unpositioned until the first `seek` (or `next`, which starts
 /// at the first cell).
 #[derive(Debug)]
@@ -39,7 +44,7 @@ pub struct StoreFileScanner<'a> {
     /// One (index block, entry) per index level, root first; the last entry is the data block.
     /// The root is `None`: it is the reader's, borrowed when needed (every reader of the file
     /// shares its bytes, and cloning them is a reference count on one contended line).
-    path: Vec<(Option<IndexBlock>, usize)>,
+    path: IndexPath,
     /// The current data block: its cells (plain encoding) and row starts.
     block: DataBlock,
     block_offset: u64,
@@ -69,7 +74,7 @@ impl<'a> StoreFileScanner<'a> {
     fn with(reader: ReaderRef<'a>) -> StoreFileScanner<'a> {
         StoreFileScanner {
             reader,
-            path: Vec::new(),
+            path: IndexPath::new(),
             block: DataBlock::default(),
             block_offset: 0,
             pos: 0,

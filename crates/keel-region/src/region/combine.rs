@@ -279,7 +279,7 @@ impl Region {
         row: &[u8],
         request: RmwRequest,
     ) -> Result<(Bytes, WriteTimings), RegionError> {
-        let row = Bytes::copy_from_slice(row);
+        let row = keel_cell::shared_copy(row);
         let own = Arc::new(Waiter::new(request));
         let mut combining = self.rmw_queues.join(&row, &own);
         loop {

@@ -25,7 +25,8 @@ impl Region {
         self.check_open(false)?;
         self.counters.read_requests.add(1);
         let read_point = self.mvcc.read_point();
-        let row = Bytes::copy_from_slice(row);
+        // Held by the seek keys and the memstore's scanner too: copied so that clones are free.
+        let row = keel_cell::shared_copy(row);
         let first = CellKey::first_on_row(row.clone());
         let mut matcher = Matcher::borrowing(query, read_point, &self.family_rules);
         let hint = self.get_cells_hint.load(Ordering::Relaxed);

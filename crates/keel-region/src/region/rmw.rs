@@ -70,7 +70,7 @@ impl Region {
             self.check_family(family)?;
         }
         self.check_resources()?;
-        let (guard, timings) = self.lock_exclusive(Bytes::copy_from_slice(row))?;
+        let (guard, timings) = self.lock_exclusive(keel_cell::shared_copy(row))?;
         let now = self.server_time();
         let mut cells: Vec<Cell> = Vec::with_capacity(columns.len());
         for (family, qualifier, suffix) in columns {
@@ -138,7 +138,7 @@ impl Region {
         self.check_family(family)?;
         let write = self.check_row_write(row, cells)?;
         self.check_resources()?;
-        let (guard, timings) = self.lock_exclusive(Bytes::copy_from_slice(row))?;
+        let (guard, timings) = self.lock_exclusive(keel_cell::shared_copy(row))?;
         let current = self.latest_for_update(row, family, qualifier)?;
         if !check(current.as_ref().map(|c| c.value())) {
             return Ok(false);
@@ -178,7 +178,7 @@ impl Region {
         row: &[u8],
         request: &RmwRequest,
     ) -> Result<(Bytes, WriteTimings), RegionError> {
-        let (guard, timings) = self.lock_exclusive(Bytes::copy_from_slice(row))?;
+        let (guard, timings) = self.lock_exclusive(keel_cell::shared_copy(row))?;
         let current = self.latest_for_update(row, &request.family, &request.qualifier)?;
         let value = request.op.apply(row, current.as_ref().map(|c| c.value()))?;
         let timestamp = current
