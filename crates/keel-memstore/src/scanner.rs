@@ -42,7 +42,8 @@ pub struct MemStoreScanner {
     front: Option<usize>,
 }
 
-/// The segments a scanner opens on, newest first: inline up to four, as its heads are.
+/// The segments a scanner opens on, newest first, collected inline (up to four before it
+/// spills): read once, at the scanner's opening, so no cell pays for the inline check.
 pub(crate) type SegmentList = smallvec::SmallVec<[AnySegment; 4]>;
 
 /// One segment and where a scanner's reading of it stands.
