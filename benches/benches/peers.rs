@@ -3,8 +3,8 @@
 //! interleaved, each measurement on a fresh store (`keel_bench::ycsb::compare`). Prints a table
 //! of medians with their spread, then `figure: peers_<workload>_<durability>_keel_vs_best` per
 //! row and `figure: peers_columns_vs_cell_<workload>` for the reads and scans.
-//! `--rows a,increment`, `--engines keel,sled` (`keel-columns` or `keel-cell` for one layout)
-//! and `--rounds N` narrow or lengthen a run. Keel runs with in-memory compaction `BASIC`;
+//! `--rows a,increment`, `--levels sync` (or `fsync`), `--engines keel,sled` (`keel-columns` or
+//! `keel-cell` for one layout) and `--rounds N` narrow or lengthen a run. Keel runs with in-memory compaction `BASIC`;
 //! `--in-memory-compaction NONE` (HBase's default) measures it without.
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
@@ -16,8 +16,8 @@ use keel_testkit::figure;
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
-    // `--rows a,increment`, `--engines keel,fjall` and `--rounds N` narrow or lengthen the run
-    // (to profile one row, or measure it longer).
+    // `--rows a,increment`, `--levels sync`, `--engines keel,fjall` and `--rounds N` narrow or
+    // lengthen the run (to profile one row at one durability, or measure it longer).
     let list = |flag: &str| {
         args.iter()
             .position(|a| a == flag)
@@ -33,6 +33,9 @@ fn main() -> Result<(), String> {
     }
     if let Some(rows) = list("--rows") {
         plan.rows.retain(|r| rows.iter().any(|n| n == r.name));
+    }
+    if let Some(levels) = list("--levels") {
+        plan.rows.retain(|r| levels.iter().any(|l| l == r.level()));
     }
     if let Some(engines) = list("--engines") {
         // `keel` runs both layouts; `keel-columns` or `keel-cell` one (to profile it).

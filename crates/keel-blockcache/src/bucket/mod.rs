@@ -288,7 +288,11 @@ impl BlockCache for BucketCache {
             let entry = {
                 let mut backing = inner.backing[shard].lock();
                 let entry = backing.get_mut(key)?;
-                entry.last_access = inner.clock.fetch_add(1, Relaxed);
+                // Read, not advanced, at a hit: the LRU cache's reasoning (`lru/mod.rs`).
+                let now = inner.clock.load(Relaxed);
+                if entry.last_access != now {
+                    entry.last_access = now;
+                }
                 if entry.priority == BlockPriority::Single {
                     entry.priority = BlockPriority::Multi;
                 }

@@ -122,6 +122,33 @@ fn a_full_area_evicts_least_recently_used_single_blocks_first() {
 }
 
 #[test]
+fn a_read_makes_a_block_recent_again() {
+    let cache = small(4);
+    for offset in 0..30 {
+        let k = key(6, offset);
+        cache.insert(k, content(&k, 1000), true);
+        cache.flush_writes();
+    }
+    // The oldest block, read after later inserts: it is younger than the 29 inserted after it.
+    assert!(cache.get(&key(6, 0), true, false).is_some());
+    // 64 slots: the later inserts evict some 20 blocks, all older than block 0 by then.
+    for offset in 30..75 {
+        let k = key(6, offset);
+        cache.insert(k, content(&k, 1000), true);
+        cache.flush_writes();
+    }
+    assert!(cache.stats().evicted_blocks > 0);
+    assert!(
+        cache.get(&key(6, 1), false, false).is_none(),
+        "the least recently used block went first"
+    );
+    assert!(
+        cache.get(&key(6, 0), false, false).is_some(),
+        "the block read after 29 later inserts outlived them"
+    );
+}
+
+#[test]
 fn every_insert_is_placed_or_counted_as_failed() {
     let cache = BucketCache::new(BucketOptions {
         capacity_bytes: 64 * 1024,

@@ -182,7 +182,15 @@ impl BlockCache for LruBlockCache {
         let found = {
             let mut shard = inner.shard(key).lock();
             shard.get_mut(key).map(|entry| {
-                entry.last_access = inner.clock.fetch_add(1, Relaxed);
+                // A hit reads the clock and writes the stamp only if it moved: readers on
+                // different cores then share the clock's line and a hot block's entry instead
+                // of taking them from each other at every hit. The clock moves at inserts, so a
+                // block's recency is told apart from another's to the insert between their
+                // last reads: eviction runs only when inserts fill the cache.
+                let now = inner.clock.load(Relaxed);
+                if entry.last_access != now {
+                    entry.last_access = now;
+                }
                 if entry.priority == BlockPriority::Single {
                     entry.priority = BlockPriority::Multi;
                 }

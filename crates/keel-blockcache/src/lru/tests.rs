@@ -81,6 +81,28 @@ fn a_second_read_promotes_and_eviction_takes_single_access_blocks_first() {
 }
 
 #[test]
+fn a_read_makes_a_block_recent_again() {
+    let cache = cache(100_000);
+    for offset in 0..30 {
+        cache.insert(key(7, offset), block(1_000, 7), true);
+    }
+    // The oldest block, read after later inserts: it is younger than the 29 inserted after it.
+    assert!(cache.get(&key(7, 0), true, false).is_some());
+    for offset in 30..110 {
+        cache.insert(key(7, offset), block(1_000, 7), true);
+    }
+    assert!(cache.stats().evictions > 0);
+    assert!(
+        cache.get(&key(7, 1), false, false).is_none(),
+        "the least recently used block went first"
+    );
+    assert!(
+        cache.get(&key(7, 0), false, false).is_some(),
+        "the block read after 29 later inserts outlived them"
+    );
+}
+
+#[test]
 fn in_memory_blocks_have_their_own_share() {
     let cache = cache(100_000);
     for offset in 0..40 {
