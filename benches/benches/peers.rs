@@ -4,8 +4,9 @@
 //! of medians with their spread, then `figure: peers_<workload>_<durability>_keel_vs_best` per
 //! row and `figure: peers_columns_vs_cell_<workload>` for the reads and scans.
 //! `--rows a,increment`, `--levels sync` (or `fsync`), `--engines keel,sled` (`keel-columns` or
-//! `keel-cell` for one layout) and `--rounds N` narrow or lengthen a run. Keel runs with in-memory compaction `BASIC`;
-//! `--in-memory-compaction NONE` (HBase's default) measures it without.
+//! `keel-cell` for one layout) and `--rounds N` narrow or lengthen a run. Keel runs with
+//! in-memory compaction `BASIC`; `--in-memory-compaction NONE` (HBase's default) measures it
+//! without.
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 

@@ -184,9 +184,9 @@ impl BlockCache for LruBlockCache {
             shard.get_mut(key).map(|entry| {
                 // A hit reads the clock and writes the stamp only if it moved: readers on
                 // different cores then share the clock's line and a hot block's entry instead
-                // of taking them from each other at every hit. The clock moves at inserts, so a
-                // block's recency is told apart from another's to the insert between their
-                // last reads: eviction runs only when inserts fill the cache.
+                // of taking them from each other at every hit. The clock moves at inserts, so
+                // two blocks differ in recency only if an insert came between their last reads;
+                // eviction runs only when inserts fill the cache, so it has those to go by.
                 let now = inner.clock.load(Relaxed);
                 if entry.last_access != now {
                     entry.last_access = now;
