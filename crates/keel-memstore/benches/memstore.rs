@@ -1,7 +1,8 @@
 //! `cargo xtask bench memstore`: keel-memstore against `RwLock<BTreeMap>` and a bare
 //! crossbeam skiplist holding the callers' cells, in one run: inserts/s of 100-byte and 1 KiB
-//! cells with 1 and 2 threads, one writer beside one scanner, point-get latency and scan MB/s over
-//! a loaded store, and heap allocations per insert with MSLAB on and off (a counting allocator).
+//! cells with 1 and 2 threads, one writer beside one scanner, new versions of loaded rows'
+//! columns (YCSB's updates), point-get latency and scan MB/s over a loaded store, and heap
+//! allocations per insert with MSLAB on and off (a counting allocator).
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
@@ -177,6 +178,41 @@ fn cells(count: usize, value_len: usize, seed: u64) -> Vec<Cell> {
         .collect()
 }
 
+/// `rows` rows of ten 100-byte columns (timestamp 1), then `versions` newer versions of
+/// random columns of random rows, each version newer than the last: YCSB's updates, which the
+/// memstore takes as a new cell in front of the column's older ones.
+fn versioned_cells(rows: usize, versions: usize) -> (Vec<Cell>, Vec<Cell>) {
+    let mut rng = StdRng::seed_from_u64(6);
+    let value = Bytes::from(vec![b'v'; 100]);
+    let names: Vec<String> = (0..rows)
+        .map(|_| format!("user{:019}", rng.random::<u64>()))
+        .collect();
+    let cell = |row: &str, column: usize, version: usize| {
+        let mut cell = Cell::put(
+            row.to_string(),
+            "f",
+            format!("field{column}"),
+            version as i64 + 1,
+            value.clone(),
+        )
+        .expect("valid cell");
+        cell.set_sequence_id(version as u64 + 1);
+        cell
+    };
+    let load = names
+        .iter()
+        .flat_map(|row| (0..10).map(move |column| (row, column)))
+        .map(|(row, column)| cell(row, column, 0))
+        .collect();
+    let updates = (0..versions)
+        .map(|i| {
+            let row = &names[rng.random_range(0..rows)];
+            cell(row, rng.random_range(0..10), i + 1)
+        })
+        .collect();
+    (load, updates)
+}
+
 /// Inserts all cells with `threads` threads; returns inserts per second.
 fn insert_rate(store: &Arc<dyn Store>, cells: &[Cell], threads: usize) -> f64 {
     let start = Instant::now();
@@ -316,6 +352,34 @@ fn main() {
         println!("{kind:<20} {per:.3}");
         allocs.insert(kind, per);
     }
+
+    let (rows, versions) = if quick {
+        (20_000, 200_000)
+    } else {
+        (100_000, 1_000_000)
+    };
+    println!(
+        "\nnew versions of loaded rows ({rows} rows of 10 columns loaded, {versions} new \
+         versions of random columns; 1 thread, inserts/s best of 3):"
+    );
+    let (load, updates) = versioned_cells(rows, versions);
+    let mut version_rates = BTreeMap::new();
+    for kind in ["memstore", "skiplist", "btreemap"] {
+        let best = (0..3)
+            .map(|_| {
+                let store = make(kind);
+                load.iter().for_each(|cell| store.insert(cell.clone()));
+                insert_rate(&store, &updates, 1)
+            })
+            .fold(0.0, f64::max);
+        println!("{kind:<20} {best:>12.0}");
+        version_rates.insert(kind, best);
+    }
+    println!(
+        "memstore / btreemap {:.2}, / bare skiplist {:.2}",
+        version_rates["memstore"] / version_rates["btreemap"],
+        version_rates["memstore"] / version_rates["skiplist"],
+    );
 
     println!("\nover {loaded} loaded cells of 100 B: point get and full scan");
     let all = cells(loaded, 100, 4);

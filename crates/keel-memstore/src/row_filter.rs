@@ -92,13 +92,14 @@ impl RowFilter {
     }
 
     /// Records that the segment holds a cell of the row with hash `hash` (from [`row_hash`]).
-    /// Call before the cell goes into the skip list.
-    pub(crate) fn insert(&self, hash: u64) {
+    /// Call before the cell goes into the skip list. True when the level taking rows already
+    /// held the row (or a row whose bits it shares): whether a hint for the row may exist.
+    pub(crate) fn insert(&self, hash: u64) -> bool {
         let level = self.current.load(Ordering::Acquire);
         let words = self.level(level);
         let (word, bits) = probe(hash, words.len());
         if words[word].load(Ordering::Relaxed) & bits == bits {
-            return;
+            return true;
         }
         words[word].fetch_or(bits, Ordering::Release);
         let count = self.counts[level].fetch_add(1, Ordering::Relaxed) + 1;
@@ -111,6 +112,7 @@ impl RowFilter {
                 Ordering::Relaxed,
             );
         }
+        false
     }
 
     /// False only if no cell of the row with hash `hash` was ever inserted.
@@ -164,8 +166,12 @@ mod tests {
     #[test]
     fn duplicates_do_not_fill_a_level() {
         let filter = RowFilter::default();
+        assert!(!filter.insert(row_hash(b"hot")), "a new row is new");
         for _ in 0..100_000 {
-            filter.insert(row_hash(b"hot"));
+            assert!(
+                filter.insert(row_hash(b"hot")),
+                "a row inserted before is seen"
+            );
         }
         assert_eq!(filter.current.load(Ordering::Relaxed), 0);
         assert!(filter.may_contain(row_hash(b"hot")));

@@ -225,7 +225,9 @@ impl Segment {
     pub(crate) fn add(&self, cell: Cell, pool: &ChunkPool, counters: &SizeCounters) {
         // Before the insert: a reader that can see the cell must find its row in the filter.
         let hash = row_hash(cell.row());
-        self.rows.insert(hash);
+        // A row the filter already held may have a hint to insert from; a new one has none,
+        // and looking for it would cost a cache miss per level of the hints.
+        let seen = self.rows.insert(hash);
         let len = data_len(&cell);
         let parts = cell.coordinates_and_value();
         let copy = match &self.mslab {
@@ -251,7 +253,7 @@ impl Segment {
         };
         let (replaced, hint_bytes) =
             self.cells
-                .insert_hinted(MemKey::new(stored), value_len, hash, before_row);
+                .insert_hinted(MemKey::new(stored), value_len, hash, seen, before_row);
         match replaced {
             None => counters.record(&size),
             Some(old_len) => counters.replace_value(old_len, value_len),

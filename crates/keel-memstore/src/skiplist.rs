@@ -319,6 +319,68 @@ impl<K: Ord> SkipList<K> {
         splice
     }
 
+    /// The neighbours of the target at levels `0..height` (the levels a new node of that
+    /// height links into), searched from `finger` instead of the top; `None` when `finger`
+    /// does not sort before the target. It climbs as [`SkipList::lower_bound_after`] does to a
+    /// node `n` before the target, then descends from `n`'s top level. That is exact: at each
+    /// level `n` is linked into, the target's predecessor is the last node there before the
+    /// target, which is `n` or after it, so a walk from `n` finds it. A new node taller than
+    /// `n` (one in five or fewer: both heights drawn as [`random_height`] draws, and the climb
+    /// only gains height) has its upper levels searched from the top, down to the level above
+    /// `n`'s only. A row's new cell lands a few nodes after its row's hint, so this costs a
+    /// step or two where a search from the top costs a cache miss per level, most of them in
+    /// the bottom levels, which hold most nodes.
+    fn finger_splice(
+        &self,
+        finger: NonNull<Node<K>>,
+        target: &impl Fn(&K) -> CmpOrdering,
+        height: usize,
+    ) -> Option<Splice<K>> {
+        // SAFETY: `finger` is a published node of this list (the caller's promise).
+        if target(unsafe { &(*finger.as_ptr()).key }) != CmpOrdering::Less {
+            return None;
+        }
+        let mut node = finger;
+        // SAFETY: a published node's height is written before it is linked, and never again.
+        let mut level = usize::from(unsafe { (*node.as_ptr()).height }) - 1;
+        let stop = loop {
+            // SAFETY: `level < node.height`.
+            let next = unsafe { next(node, level) };
+            match NonNull::new(next) {
+                // SAFETY: a node reached through the list is published.
+                Some(ahead) if target(unsafe { &(*ahead.as_ptr()).key }) == CmpOrdering::Less => {
+                    // A pointer at `level` only links nodes at least `level + 1` high.
+                    node = ahead;
+                    // SAFETY: as above.
+                    level = usize::from(unsafe { (*node.as_ptr()).height }) - 1;
+                }
+                _ => break next,
+            }
+        };
+        let mut splice = Splice {
+            prev: [None; MAX_HEIGHT],
+            next: [ptr::null_mut(); MAX_HEIGHT],
+        };
+        if height > level + 1 {
+            let (mut from, mut stop) = (None, ptr::null_mut());
+            let top = self.height.load(Ordering::Acquire).max(height);
+            for upper in (level + 1..top).rev() {
+                (from, stop) = self.search_level(from, upper, target, false, stop);
+                splice.prev[upper] = from;
+                splice.next[upper] = stop;
+            }
+        }
+        splice.prev[level] = Some(node);
+        splice.next[level] = stop;
+        let (mut from, mut stop) = (Some(node), stop);
+        for below in (0..level).rev() {
+            (from, stop) = self.search_level(from, below, target, false, stop);
+            splice.prev[below] = from;
+            splice.next[below] = stop;
+        }
+        Some(splice)
+    }
+
     /// The first node whose key is at least `key`, removed or not.
     #[cfg(test)]
     pub(crate) fn lower_bound(&self, key: &K) -> Option<Entry<'_, K>> {
@@ -419,23 +481,32 @@ impl<K: Ord> SkipList<K> {
     /// and its value is returned.
     #[cfg(test)]
     pub(crate) fn insert(&self, key: K, value: u64) -> Option<u64> {
-        self.insert_after(key, value).0
+        self.insert_after(key, value, None).0
     }
 
     /// [`SkipList::insert`], and when the node the new one went in right after (at the bottom
     /// level) starts before the new key's group (`before_group(that key, new key)`: a row's
     /// cells, for the memstore), records that node as the hint for `hash`, the group's hash:
     /// [`SkipList::lower_bound_hinted`] then starts there. The group's first node's
-    /// predecessor is where a search for the group's start lands. Returns what
+    /// predecessor is where a search for the group's start lands. When `seen` (the group may
+    /// have been hinted), the insert's own search starts at the group's hint too, if there is
+    /// one before the key (see [`SkipList::finger_splice`]). Returns what
     /// [`SkipList::insert`] does, and the bytes the hints allocated (see `row_hints`).
     pub(crate) fn insert_hinted(
         &self,
         key: K,
         value: u64,
         hash: u64,
+        seen: bool,
         before_group: impl Fn(&K, &K) -> bool,
     ) -> (Option<u64>, usize) {
-        let (replaced, placed) = self.insert_after(key, value);
+        // A hint is a node of this list (only this method records one), which frees its nodes
+        // only when it drops.
+        let finger = seen
+            .then(|| self.hints.lookup(hash))
+            .flatten()
+            .and_then(NonNull::new);
+        let (replaced, placed) = self.insert_after(key, value, finger);
         let mut allocated = 0;
         if let Some((prev, node)) = placed
             // SAFETY: both are published nodes of this list.
@@ -474,15 +545,25 @@ impl<K: Ord> SkipList<K> {
 
     /// [`SkipList::insert`], returning also, for a new node (not a replacement), the node it
     /// went in right after at the bottom level (none: first in the list) and the new node.
-    fn insert_after(&self, key: K, value: u64) -> (Option<u64>, Option<Placed<K>>) {
-        let mut splice = self.search(&|k: &K| k.cmp(&key), false);
+    /// `finger`, a node of this list, is where the search may start (see
+    /// [`SkipList::finger_splice`]); the top of the list when it cannot.
+    fn insert_after(
+        &self,
+        key: K,
+        value: u64,
+        finger: Option<NonNull<Node<K>>>,
+    ) -> (Option<u64>, Option<Placed<K>>) {
+        let height = random_height();
+        let target = |k: &K| k.cmp(&key);
+        let mut splice = finger
+            .and_then(|finger| self.finger_splice(finger, &target, height))
+            .unwrap_or_else(|| self.search(&target, false));
         if let Some(next) = NonNull::new(splice.next[0])
             // SAFETY: a node reached through the list is published.
             && unsafe { (*next.as_ptr()).key == key }
         {
             return (self.replace(self.new_node(key, value, 1)), None);
         }
-        let height = random_height();
         let node = self.new_node(key, value, height);
         // SAFETY: `node` is initialized and unpublished; only this thread reads it so far.
         let key = unsafe { &(*node.as_ptr()).key };

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use proptest::prelude::*;
 
-use super::{Entry, SkipList};
+use super::{Entry, MAX_HEIGHT, SkipList, next};
 
 /// The live entries, in order, as the memstore's walks see them.
 fn live(list: &SkipList<u32>) -> Vec<(u32, u64)> {
@@ -19,6 +19,54 @@ fn live(list: &SkipList<u32>) -> Vec<(u32, u64)> {
         at = entry.next();
     }
     out
+}
+
+/// Checks every level's links: each level is in key order (strictly above the bottom, where
+/// a replacement sits beside the node it replaced), and a node `h` high is linked into every
+/// level below `h`, at each in the bottom level's order; so an insert that linked a node at
+/// the wrong place of any level fails here.
+fn check_levels<K: Ord + std::fmt::Debug>(list: &SkipList<K>) {
+    let mut bottom = Vec::new();
+    let mut at = list.front();
+    while let Some(entry) = at {
+        bottom.push(entry.node);
+        at = entry.next();
+    }
+    // SAFETY: only ever given published nodes of `list`, whose heights never change.
+    let height =
+        |node: std::ptr::NonNull<super::Node<K>>| unsafe { usize::from((*node.as_ptr()).height) };
+    let key = |node| Entry::new(node).key();
+    for level in 0..MAX_HEIGHT {
+        let expected: Vec<_> = bottom
+            .iter()
+            .copied()
+            .filter(|&n| height(n) > level)
+            .collect();
+        let mut linked = Vec::new();
+        let mut at = std::ptr::NonNull::new(list.head[level].load(Ordering::Acquire));
+        while let Some(node) = at {
+            assert!(
+                height(node) > level,
+                "a node {} high at level {level}",
+                height(node)
+            );
+            linked.push(node);
+            // SAFETY: `level < height(node)`, checked above.
+            at = std::ptr::NonNull::new(unsafe { next(node, level) });
+        }
+        assert_eq!(
+            linked, expected,
+            "level {level} links other nodes than the bottom's"
+        );
+        for pair in linked.windows(2) {
+            let (a, b) = (key(pair[0]), key(pair[1]));
+            if level == 0 {
+                assert!(a <= b, "level 0: {a:?} before {b:?}");
+            } else {
+                assert!(a < b, "level {level}: {a:?} before {b:?}");
+            }
+        }
+    }
 }
 
 fn first_live<K>(mut at: Option<Entry<'_, K>>) -> Option<Entry<'_, K>> {
@@ -144,7 +192,7 @@ proptest! {
         let list = SkipList::new();
         let mut oracle = BTreeMap::new();
         for (i, key) in keys.iter().enumerate() {
-            let (replaced, _) = list.insert_hinted(*key, i as u64, hash(*key), before_group);
+            let (replaced, _) = list.insert_hinted(*key, i as u64, hash(*key), true, before_group);
             prop_assert_eq!(replaced, oracle.insert(*key, i as u64));
         }
         for key in removed {
@@ -152,6 +200,7 @@ proptest! {
         }
         let expected: Vec<(u32, u64)> = oracle.iter().map(|(k, v)| (*k, *v)).collect();
         prop_assert_eq!(live(&list), expected);
+        check_levels(&list);
         for probe in probes {
             let hinted = list.lower_bound_hinted(hash(probe), |k: &u32| k.cmp(&probe));
             let top = list.lower_bound(&probe);
@@ -170,7 +219,7 @@ fn a_hinted_search_for_a_rows_start_compares_a_few_keys() {
     let rows = if cfg!(miri) { 200u32 } else { 25_000 };
     for i in 0..rows * 4 {
         let key = (i.wrapping_mul(2_654_435_761) % (rows * 4)) * 2 + 2;
-        list.insert_hinted(key, 0, u64::from(key / 8) + 1, |a: &u32, b: &u32| {
+        list.insert_hinted(key, 0, u64::from(key / 8) + 1, true, |a: &u32, b: &u32| {
             a / 8 != b / 8
         });
     }
@@ -207,6 +256,91 @@ fn a_hinted_search_for_a_rows_start_compares_a_few_keys() {
             "{from_top} from the top, {hinted} hinted"
         );
     }
+}
+
+/// A key that counts how often it is compared (on this thread).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Compared(u32);
+
+thread_local! {
+    static COMPARISONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+impl PartialOrd for Compared {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Compared {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        COMPARISONS.with(|c| c.set(c.get() + 1));
+        self.0.cmp(&other.0)
+    }
+}
+
+/// A new version of a row whose hint is recorded goes in from the hint: a few comparisons,
+/// where an insert searched from the top of a list of 100 000 compares dozens. (Each row's
+/// keys count down, as a memstore row's versions do: the newest sorts first.)
+#[test]
+fn an_insert_into_a_hinted_row_starts_at_the_hint() {
+    let rows: u32 = if cfg!(miri) { 100 } else { 25_000 };
+    let versions = 4;
+    let key = |row: u32, version: u32| Compared(row * 64 + 63 - version);
+    let before_group = |a: &Compared, b: &Compared| a.0 / 64 != b.0 / 64;
+    let hash = |k: &Compared| u64::from(k.0 / 64) + 1;
+    let (hinted, plain) = (SkipList::new(), SkipList::new());
+    for version in 0..versions {
+        for i in 0..rows {
+            let row = i.wrapping_mul(2_654_435_761) % rows;
+            let k = key(row, version);
+            hinted.insert_hinted(k, 0, hash(&k), true, before_group);
+            plain.insert(k, 0);
+        }
+    }
+    let count = |insert: &dyn Fn(Compared)| {
+        let sample = rows.min(1000);
+        let before = COMPARISONS.with(std::cell::Cell::get);
+        for row in 0..sample {
+            insert(key(row * (rows / sample), versions));
+        }
+        (COMPARISONS.with(std::cell::Cell::get) - before) as f64 / f64::from(sample)
+    };
+    let from_hint = count(&|k| {
+        hinted.insert_hinted(k, 0, hash(&k), true, before_group);
+    });
+    let from_top = count(&|k| {
+        plain.insert(k, 0);
+    });
+    check_levels(&hinted);
+    assert_eq!(
+        live_keys(&hinted),
+        live_keys(&plain),
+        "both lists hold the same keys"
+    );
+    // Measured: 8.7–9.7 from the hint, 29.5–32.5 from the top (a fifth of inserts are taller
+    // than the node the climb reaches, and search their upper levels from the top).
+    assert!(
+        from_hint < 12.0,
+        "{from_hint} comparisons an insert from the hint"
+    );
+    if !cfg!(miri) {
+        assert!(
+            from_top > 2.0 * from_hint,
+            "{from_top} from the top, {from_hint} from the hint"
+        );
+    }
+}
+
+fn live_keys<K: Copy + Ord>(list: &SkipList<K>) -> Vec<K> {
+    let mut out = Vec::new();
+    let mut at = list.front();
+    while let Some(entry) = at {
+        if !entry.is_removed() {
+            out.push(*entry.key());
+        }
+        at = entry.next();
+    }
+    out
 }
 
 #[test]
@@ -346,6 +480,49 @@ fn concurrent_writers_leave_one_live_node_per_key_in_order() {
         for (key, _) in &entries {
             let found = first_live(list.lower_bound(key)).map(|e| *e.key());
             assert_eq!(found, Some(*key), "searches find every key");
+        }
+    }
+}
+
+/// Writers add new versions to shared rows through the rows' hints (each row's keys count
+/// down, so most inserts land first in their row, right after the hint, where other writers'
+/// nodes are going in too); every level stays linked in order and every key is found.
+#[test]
+fn concurrent_hinted_inserts_keep_every_level_in_order() {
+    let threads: u32 = if cfg!(miri) { 2 } else { 4 };
+    let per_thread: u32 = if cfg!(miri) { 40 } else { 20_000 };
+    let rows: u32 = if cfg!(miri) { 4 } else { 64 };
+    let before_group = |a: &u32, b: &u32| a >> 20 != b >> 20;
+    for round in 0..if cfg!(miri) { 1 } else { 3 } {
+        let list = Arc::new(SkipList::<u32>::new());
+        let writers: Vec<_> = (0..threads)
+            .map(|t| {
+                let list = list.clone();
+                std::thread::spawn(move || {
+                    for i in 0..per_thread {
+                        let row = (i.wrapping_mul(2_654_435_761) ^ round ^ t) % rows;
+                        // Distinct per thread and insert; newer versions sort first.
+                        let key = (row << 20) | ((1 << 20) - 1 - (i * threads + t) % (1 << 20));
+                        list.insert_hinted(
+                            key,
+                            u64::from(t),
+                            u64::from(row) + 1,
+                            true,
+                            before_group,
+                        );
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().expect("writer");
+        }
+        check_levels(&list);
+        let keys = live_keys(&list);
+        assert_eq!(keys.len(), (threads * per_thread) as usize);
+        assert_eq!(list.len(), keys.len());
+        for key in keys.iter().step_by(97) {
+            assert_eq!(list.lower_bound(key).map(|e| *e.key()), Some(*key));
         }
     }
 }
