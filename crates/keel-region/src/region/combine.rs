@@ -76,7 +76,8 @@ impl RmwOp {
                         i64::from_be_bytes(bytes)
                     }
                 };
-                Ok(Bytes::copy_from_slice(
+                // Shared: the value goes into the cell, the batch's column and the answer.
+                Ok(keel_cell::shared_copy(
                     &old.wrapping_add(*delta).to_be_bytes(),
                 ))
             }

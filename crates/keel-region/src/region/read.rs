@@ -212,11 +212,23 @@ impl Region {
         family: &[u8],
         qualifier: &[u8],
     ) -> Result<Option<Cell>, RegionError> {
+        self.latest_of(
+            row,
+            keel_cell::shared_copy(family),
+            keel_cell::shared_copy(qualifier),
+        )
+    }
+
+    /// [`Region::latest`] of a column whose names the caller holds as `Bytes` already (a
+    /// read-modify-write's): the query takes them as they are.
+    pub(super) fn latest_of(
+        &self,
+        row: &[u8],
+        family: Bytes,
+        qualifier: Bytes,
+    ) -> Result<Option<Cell>, RegionError> {
         let query = ReadQuery {
-            columns: Some(vec![(
-                Bytes::copy_from_slice(family),
-                Some(Bytes::copy_from_slice(qualifier)),
-            )]),
+            columns: Some(vec![(family, Some(qualifier))]),
             ..ReadQuery::latest(0, now_ms())
         };
         Ok(self.get(row, &query)?.into_iter().next())

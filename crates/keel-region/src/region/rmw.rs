@@ -139,7 +139,11 @@ impl Region {
         let write = self.check_row_write(row, cells)?;
         self.check_resources()?;
         let (guard, timings) = self.lock_exclusive(keel_cell::shared_copy(row))?;
-        let current = self.latest_for_update(row, family, qualifier)?;
+        let current = self.latest_for_update(
+            row,
+            &keel_cell::shared_copy(family),
+            &keel_cell::shared_copy(qualifier),
+        )?;
         if !check(current.as_ref().map(|c| c.value())) {
             return Ok(false);
         }
@@ -160,9 +164,11 @@ impl Region {
         self.count_writes(1);
         self.check_family(family)?;
         self.check_resources()?;
+        // Shared copies: the column's names are cloned into the read, the cell and the batch's
+        // column, and a plain copy's first clone allocates again (see `shared_copy`).
         let request = RmwRequest {
-            family: Bytes::copy_from_slice(family),
-            qualifier: Bytes::copy_from_slice(qualifier),
+            family: keel_cell::shared_copy(family),
+            qualifier: keel_cell::shared_copy(qualifier),
             op,
             durability,
         };
@@ -178,7 +184,8 @@ impl Region {
         row: &[u8],
         request: &RmwRequest,
     ) -> Result<(Bytes, WriteTimings), RegionError> {
-        let (guard, timings) = self.lock_exclusive(keel_cell::shared_copy(row))?;
+        let shared_row = keel_cell::shared_copy(row);
+        let (guard, timings) = self.lock_exclusive(shared_row.clone())?;
         let current = self.latest_for_update(row, &request.family, &request.qualifier)?;
         let value = request.op.apply(row, current.as_ref().map(|c| c.value()))?;
         let timestamp = current
@@ -217,12 +224,12 @@ impl Region {
     pub(super) fn latest_for_update(
         &self,
         row: &[u8],
-        family: &[u8],
-        qualifier: &[u8],
+        family: &Bytes,
+        qualifier: &Bytes,
     ) -> Result<Option<Cell>, RegionError> {
         if self.order == WriteOrder::Legacy {
             self.mvcc.await_all();
         }
-        self.latest(row, family, qualifier)
+        self.latest_of(row, family.clone(), qualifier.clone())
     }
 }
