@@ -65,7 +65,7 @@ fn a_ten_column_get_from_a_store_file_and_the_memstore_allocates_eight_times() {
 }
 
 #[test]
-fn an_increment_allocates_twenty_four_times() {
+fn an_increment_allocates_twenty_one_times() {
     let _turn = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -99,11 +99,12 @@ fn an_increment_allocates_twenty_four_times() {
     assert_eq!(increment(&rows[0]), 151);
     // The row's copies (the queue's, the read's), the column's names, the combine queue's
     // waiter and batch lists, the read (its query, sources, merge, matcher, result), the new
-    // value's cell, the write's lists and the WAL's record. Was 29: the names and the new
-    // value were plain copies, which allocate again on their first clone, and the read copied
-    // the names once more.
+    // value's cell and the write's lists. Was 29: the names and the new value were plain
+    // copies, which allocate again on their first clone, and the read copied the names once
+    // more (24 without those); and the WAL allocated its record buffer per append and its
+    // batch buffers per batch (21 reusing them).
     assert!(
-        per_increment < 24.5,
+        per_increment < 21.5,
         "{per_increment} allocations per increment"
     );
 }

@@ -73,6 +73,11 @@ struct State {
     pending_entries: u64,
     /// (region, sequence id) of each pending entry, for truncation bookkeeping.
     pending_meta: Vec<(u64, u64)>,
+    /// The buffers of the batch written last, emptied, for the next batch to fill: without
+    /// them a batch's buffers were new each time, two allocations (and their growth) per
+    /// batch, which is per append when batches are of one.
+    spare_pending: Vec<u8>,
+    spare_meta: Vec<(u64, u64)>,
     /// The spans the pending entries were appended in, for the writer's spans to follow.
     #[cfg(feature = "tracing")]
     pending_spans: Vec<tracing::Span>,
@@ -133,6 +138,8 @@ impl Wal {
                 pending: Vec::new(),
                 pending_entries: 0,
                 pending_meta: Vec::new(),
+                spare_pending: Vec::new(),
+                spare_meta: Vec::new(),
                 #[cfg(feature = "tracing")]
                 pending_spans: Vec::new(),
                 pending_since: None,
@@ -235,10 +242,11 @@ impl Wal {
         }
         // Encoded and checksummed before the log's lock is taken: every appender of every region
         // takes that lock, so it holds only the checks and one copy into the pending buffer.
-        let mut record = Vec::new();
+        let mut buffer = RecordBuffer::take();
+        let record = &mut buffer.0;
         if durability != Durability::SkipWal {
             record.reserve_exact(RECORD_HEADER_LEN + size);
-            encode_entry_record(entry, &mut record);
+            encode_entry_record(entry, record);
         }
         let mut state = shared.state.lock();
         check_usable(&state)?;
@@ -282,9 +290,9 @@ impl Wal {
             return Ok((taken, pending));
         }
         if sequence_id != entry.sequence_id {
-            set_record_sequence(&mut record, sequence_id);
+            set_record_sequence(record, sequence_id);
         }
-        state.pending.extend_from_slice(&record);
+        state.pending.extend_from_slice(record);
         state.pending_entries += 1;
         state.pending_meta.push((entry.region, sequence_id));
         #[cfg(feature = "tracing")]
@@ -682,6 +690,37 @@ fn check_usable(state: &MutexGuard<'_, State>) -> Result<(), WalError> {
 
 /// Most batches one `SyncWal` leader writes in a row before returning to its caller.
 const LEADER_BATCHES: usize = 4;
+/// The largest batch buffer kept for the next batch (bytes).
+const SPARE_BYTES_MAX: usize = 1 << 20;
+/// The largest encoding buffer an appending thread keeps between appends (bytes): every
+/// thread that ever appended holds one, so it stays small.
+const RECORD_BUFFER_MAX: usize = 64 << 10;
+
+thread_local! {
+    /// The appending thread's encoding buffer, kept between its appends ([`RecordBuffer`]).
+    static RECORD: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The thread's encoding buffer while an append uses it: it goes back, emptied, whatever way
+/// the append ends (unless a large entry grew it past [`RECORD_BUFFER_MAX`]). An append
+/// allocated a buffer each time before.
+struct RecordBuffer(Vec<u8>);
+
+impl RecordBuffer {
+    fn take() -> RecordBuffer {
+        RecordBuffer(RECORD.take())
+    }
+}
+
+impl Drop for RecordBuffer {
+    fn drop(&mut self) {
+        if self.0.capacity() <= RECORD_BUFFER_MAX {
+            let mut buffer = std::mem::take(&mut self.0);
+            buffer.clear();
+            RECORD.set(buffer);
+        }
+    }
+}
 
 /// Condition variables the LSN waiters are spread over.
 const STRIPES: usize = 32;
@@ -790,9 +829,11 @@ impl Shared {
         mut state: MutexGuard<'a, State>,
         segment: &mut SegmentWriter,
     ) -> Option<(MutexGuard<'a, State>, u64, Duration)> {
-        let batch = std::mem::take(&mut state.pending);
+        let spare = std::mem::take(&mut state.spare_pending);
+        let mut batch = std::mem::replace(&mut state.pending, spare);
         let count = std::mem::take(&mut state.pending_entries);
-        let meta = std::mem::take(&mut state.pending_meta);
+        let spare_meta = std::mem::take(&mut state.spare_meta);
+        let mut meta = std::mem::replace(&mut state.pending_meta, spare_meta);
         state.pending_for_writer = false;
         #[cfg(feature = "tracing")]
         let _write_span = {
@@ -853,9 +894,19 @@ impl Shared {
         self.wake_through(state.written_lsn, last);
         state.written_lsn = last;
         self.marks.written.store(last, Release);
-        for (region, sequence) in meta {
+        for &(region, sequence) in &meta {
             let max = state.current_max_sequence.entry(region).or_insert(0);
             *max = (*max).max(sequence);
+        }
+        // Kept for the next batch, unless a burst grew them large (the pending buffer may
+        // reach `pending_bytes_max`): memory a quiet log would hold for nothing.
+        if batch.capacity() <= SPARE_BYTES_MAX {
+            batch.clear();
+            state.spare_pending = batch;
+        }
+        if meta.capacity() <= SPARE_BYTES_MAX / std::mem::size_of::<(u64, u64)>() {
+            meta.clear();
+            state.spare_meta = meta;
         }
         if count > 0 {
             state
