@@ -708,7 +708,9 @@ struct RecordBuffer(Vec<u8>);
 
 impl RecordBuffer {
     fn take() -> RecordBuffer {
-        RecordBuffer(RECORD.take())
+        // `try_with`: a thread appending while its thread-locals are torn down gets a fresh
+        // buffer rather than a panic.
+        RecordBuffer(RECORD.try_with(std::cell::Cell::take).unwrap_or_default())
     }
 }
 
@@ -717,7 +719,8 @@ impl Drop for RecordBuffer {
         if self.0.capacity() <= RECORD_BUFFER_MAX {
             let mut buffer = std::mem::take(&mut self.0);
             buffer.clear();
-            RECORD.set(buffer);
+            // After the thread-local's teardown the buffer is simply freed.
+            let _ = RECORD.try_with(|kept| kept.set(buffer));
         }
     }
 }
