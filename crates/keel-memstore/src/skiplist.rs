@@ -340,23 +340,7 @@ impl<K: Ord> SkipList<K> {
         if target(unsafe { &(*finger.as_ptr()).key }) != CmpOrdering::Less {
             return None;
         }
-        let mut node = finger;
-        // SAFETY: a published node's height is written before it is linked, and never again.
-        let mut level = usize::from(unsafe { (*node.as_ptr()).height }) - 1;
-        let stop = loop {
-            // SAFETY: `level < node.height`.
-            let next = unsafe { next(node, level) };
-            match NonNull::new(next) {
-                // SAFETY: a node reached through the list is published.
-                Some(ahead) if target(unsafe { &(*ahead.as_ptr()).key }) == CmpOrdering::Less => {
-                    // A pointer at `level` only links nodes at least `level + 1` high.
-                    node = ahead;
-                    // SAFETY: as above.
-                    level = usize::from(unsafe { (*node.as_ptr()).height }) - 1;
-                }
-                _ => break next,
-            }
-        };
+        let (node, level, stop) = climb(finger, target);
         let mut splice = Splice {
             prev: [None; MAX_HEIGHT],
             next: [ptr::null_mut(); MAX_HEIGHT],
@@ -416,23 +400,7 @@ impl<K: Ord> SkipList<K> {
             CmpOrdering::Less,
             "a finger search goes forward"
         );
-        let mut node = entry.node;
-        // SAFETY: a published node's height is written before it is linked, and never again.
-        let mut level = usize::from(unsafe { (*node.as_ptr()).height }) - 1;
-        let stop = loop {
-            // SAFETY: `level < node.height`.
-            let next = unsafe { next(node, level) };
-            match NonNull::new(next) {
-                // SAFETY: a node reached through the list is published.
-                Some(ahead) if target(unsafe { &(*ahead.as_ptr()).key }) == CmpOrdering::Less => {
-                    // A pointer at `level` only links nodes at least `level + 1` high.
-                    node = ahead;
-                    // SAFETY: as above.
-                    level = usize::from(unsafe { (*node.as_ptr()).height }) - 1;
-                }
-                _ => break next,
-            }
-        };
+        let (node, level, stop) = climb(entry.node, &target);
         let mut from = Some(node);
         let mut found = stop;
         for below in (0..level).rev() {
@@ -746,6 +714,32 @@ impl<K> Drop for SkipList<K> {
             }
         }
         // The arena frees its blocks when it drops, after the keys.
+    }
+}
+
+/// From `node` (a published node sorting before the target), the climb of a finger search:
+/// along the tallest pointer of each node passed while it lands before the target. Returns the
+/// node reached, its top level, and the node after it there (at or after the target; null at
+/// the end). A pointer at a level links only nodes at least that high, so the level never
+/// falls.
+fn climb<K>(
+    mut node: NonNull<Node<K>>,
+    target: &impl Fn(&K) -> CmpOrdering,
+) -> (NonNull<Node<K>>, usize, *mut Node<K>) {
+    // SAFETY: a published node's height is written before it is linked, and never again.
+    let mut level = usize::from(unsafe { (*node.as_ptr()).height }) - 1;
+    loop {
+        // SAFETY: `level < node.height`.
+        let next = unsafe { next(node, level) };
+        match NonNull::new(next) {
+            // SAFETY: a node reached through the list is published.
+            Some(ahead) if target(unsafe { &(*ahead.as_ptr()).key }) == CmpOrdering::Less => {
+                node = ahead;
+                // SAFETY: as above.
+                level = usize::from(unsafe { (*node.as_ptr()).height }) - 1;
+            }
+            _ => return (node, level, next),
+        }
     }
 }
 

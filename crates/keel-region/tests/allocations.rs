@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use keel_cell::Cell;
 use keel_region::matcher::ReadQuery;
-use keel_region::{Durability, Engine, EngineOptions, FamilyOptions};
+use keel_region::{Durability, Engine, EngineOptions, FamilyOptions, Table};
 use keel_testkit::{CountingAllocator, allocations};
 
 #[global_allocator]
@@ -19,9 +19,15 @@ fn row(i: usize) -> Bytes {
     Bytes::from(format!("user{i:019}"))
 }
 
-#[test]
-fn a_ten_column_get_from_a_store_file_and_the_memstore_allocates_eight_times() {
-    let _turn = ONE_AT_A_TIME
+/// This test's turn, and a table of one family `f` in a fresh engine (the directory and the
+/// engine kept alive beside it).
+fn setup() -> (
+    std::sync::MutexGuard<'static, ()>,
+    tempfile::TempDir,
+    Engine,
+    Table,
+) {
+    let turn = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -29,6 +35,12 @@ fn a_ten_column_get_from_a_store_file_and_the_memstore_allocates_eight_times() {
     let table = engine
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");
+    (turn, dir, engine, table)
+}
+
+#[test]
+fn a_ten_column_get_from_a_store_file_and_the_memstore_allocates_eight_times() {
+    let (_turn, _dir, _engine, table) = setup();
     let put = |i: usize, f: usize, ts: i64| {
         Cell::put(row(i), "f", format!("field{f}"), ts, vec![b'v'; 100]).expect("cell")
     };
@@ -66,14 +78,7 @@ fn a_ten_column_get_from_a_store_file_and_the_memstore_allocates_eight_times() {
 
 #[test]
 fn an_increment_allocates_nineteen_times() {
-    let _turn = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let engine = Engine::open(dir.path(), EngineOptions::default()).expect("open");
-    let table = engine
-        .create_table("counters", vec![FamilyOptions::new("f")])
-        .expect("create");
+    let (_turn, _dir, _engine, table) = setup();
     let rows: Vec<Bytes> = (0..10).map(row).collect();
     let increment = |key: &Bytes| {
         table
