@@ -309,14 +309,26 @@ impl<K: Ord> SkipList<K> {
             prev: [None; MAX_HEIGHT],
             next: [ptr::null_mut(); MAX_HEIGHT],
         };
+        self.search_down_to(&mut splice, 0, target, or_equal);
+        splice
+    }
+
+    /// [`SkipList::search`]'s walk from the top, filling `splice` for levels `floor` and up
+    /// only.
+    fn search_down_to(
+        &self,
+        splice: &mut Splice<K>,
+        floor: usize,
+        target: &impl Fn(&K) -> CmpOrdering,
+        or_equal: bool,
+    ) {
         let (mut from, mut stop) = (None, ptr::null_mut());
-        for level in (0..self.height.load(Ordering::Acquire)).rev() {
+        for level in (floor..self.height.load(Ordering::Acquire)).rev() {
             let (prev, next) = self.search_level(from, level, target, or_equal, stop);
             splice.prev[level] = prev;
             splice.next[level] = next;
             (from, stop) = (prev, next);
         }
-        splice
     }
 
     /// The neighbours of the target at levels `0..height` (the levels a new node of that
@@ -336,8 +348,9 @@ impl<K: Ord> SkipList<K> {
         target: &impl Fn(&K) -> CmpOrdering,
         height: usize,
     ) -> Option<Splice<K>> {
-        // SAFETY: `finger` is a published node of this list (the caller's promise).
-        if target(unsafe { &(*finger.as_ptr()).key }) != CmpOrdering::Less {
+        // `finger` is a published node of this list (the caller's promise).
+        let finger = Entry::new(finger);
+        if target(finger.key()) != CmpOrdering::Less {
             return None;
         }
         let (node, level, stop) = climb(finger, target);
@@ -346,13 +359,9 @@ impl<K: Ord> SkipList<K> {
             next: [ptr::null_mut(); MAX_HEIGHT],
         };
         if height > level + 1 {
-            let (mut from, mut stop) = (None, ptr::null_mut());
-            let top = self.height.load(Ordering::Acquire).max(height);
-            for upper in (level + 1..top).rev() {
-                (from, stop) = self.search_level(from, upper, target, false, stop);
-                splice.prev[upper] = from;
-                splice.next[upper] = stop;
-            }
+            // Levels above the list's height stay empty (the head, null), as `search` leaves
+            // them.
+            self.search_down_to(&mut splice, level + 1, target, false);
         }
         splice.prev[level] = Some(node);
         splice.next[level] = stop;
@@ -400,7 +409,7 @@ impl<K: Ord> SkipList<K> {
             CmpOrdering::Less,
             "a finger search goes forward"
         );
-        let (node, level, stop) = climb(entry.node, &target);
+        let (node, level, stop) = climb(entry, &target);
         let mut from = Some(node);
         let mut found = stop;
         for below in (0..level).rev() {
@@ -717,16 +726,18 @@ impl<K> Drop for SkipList<K> {
     }
 }
 
-/// From `node` (a published node sorting before the target), the climb of a finger search:
+/// From `from` (sorting before the target), the climb of a finger search:
 /// along the tallest pointer of each node passed while it lands before the target. Returns the
 /// node reached, its top level, and the node after it there (at or after the target; null at
 /// the end). A pointer at a level links only nodes at least that high, so the level never
 /// falls.
 fn climb<K>(
-    mut node: NonNull<Node<K>>,
+    from: Entry<'_, K>,
     target: &impl Fn(&K) -> CmpOrdering,
 ) -> (NonNull<Node<K>>, usize, *mut Node<K>) {
-    // SAFETY: a published node's height is written before it is linked, and never again.
+    let mut node = from.node;
+    // SAFETY: an entry's node is published; its height is written before it is linked, and
+    // never again.
     let mut level = usize::from(unsafe { (*node.as_ptr()).height }) - 1;
     loop {
         // SAFETY: `level < node.height`.
