@@ -251,9 +251,19 @@ impl Segment {
                 && (before.prefix() != new.prefix()
                     || !same_bytes(before.cell_key().row(), new.cell_key().row()))
         };
-        let (replaced, hint_bytes) =
-            self.cells
-                .insert_hinted(MemKey::new(stored), value_len, hash, seen, before_row);
+        // A column's versions are a run: a read done with the column jumps to the run's end.
+        // Only a row seen before can have the new cell's column after it.
+        let same_column = |new: &MemKey, later: &MemKey| {
+            seen && new.prefix() == later.prefix() && new.cell_key().same_column(later.cell_key())
+        };
+        let (replaced, hint_bytes) = self.cells.insert_hinted(
+            MemKey::new(stored),
+            value_len,
+            hash,
+            seen,
+            before_row,
+            same_column,
+        );
         match replaced {
             None => counters.record(&size),
             Some(old_len) => counters.replace_value(old_len, value_len),

@@ -41,13 +41,18 @@ const FIRST_BLOCK: usize = 4 << 10;
 /// The largest arena block.
 const MAX_BLOCK: usize = 256 << 10;
 
-/// A node: the key, the value, the removal mark, the height, then `height` next pointers
-/// (the tower) in the arena right after it. The bottom level's pointer follows the key, so a
-/// walk along the bottom reads one cache line or two per node.
+/// A node: the key, the value, the end of its run, the removal mark, the height, then `height`
+/// next pointers (the tower) in the arena right after it. The bottom level's pointer follows
+/// the key, so a walk along the bottom reads one cache line or two per node.
 #[repr(C)]
 struct Node<K> {
     key: K,
     value: u64,
+    /// A later node of this node's run (see [`SkipList::insert_hinted`]): the farthest its
+    /// successor knew of when this node went in, null when the successor was of another run.
+    /// Written before the node is published, never after. Every node between the two is of
+    /// the run too (the list is sorted), so a search for a key past the run may start there.
+    run_end: AtomicPtr<Node<K>>,
     removed: AtomicBool,
     /// Set once the node is linked at every level of its tower. Until then its upper pointers
     /// are its inserter's to write (a link another writer made there would be overwritten),
@@ -160,6 +165,16 @@ impl<'a, K> Entry<'a, K> {
             keel_sync::prefetch_value(self.node.as_ref());
             keel_sync::prefetch_value(&*tower(self.node, 0));
         }
+    }
+
+    /// The farthest node of this node's run known when it went in (see
+    /// [`SkipList::insert_hinted`]), if any.
+    #[inline]
+    fn run_end(&self) -> Option<Entry<'a, K>> {
+        // SAFETY: as for `key`; the pointer was written before the node was published and
+        // points at a published node or is null.
+        NonNull::new(unsafe { (*self.node.as_ptr()).run_end.load(Ordering::Relaxed) })
+            .map(Entry::new)
     }
 
     /// The highest level of the node a climb may go on from, having reached it through a
@@ -357,9 +372,10 @@ impl<K: Ord> SkipList<K> {
     /// into, the target's predecessor is the last node there before the target, which is `n`
     /// or after it, so a walk from `n` finds it. A new node taller than that level (one in five
     /// or fewer: both heights drawn as [`random_height`] draws, and the climb mostly gains
-    /// height) has its upper levels searched from the top, down to the level above only. A row's new cell lands a few nodes after its row's hint, so this costs a
-    /// step or two where a search from the top costs a cache miss per level, most of them in
-    /// the bottom levels, which hold most nodes.
+    /// height) has its upper levels searched from the top, down to the level above only. A
+    /// row's new cell lands a few nodes after its row's hint, so this costs a step or two
+    /// where a search from the top costs a cache miss per level, most of them in the bottom
+    /// levels, which hold most nodes.
     fn finger_splice(
         &self,
         finger: NonNull<Node<K>>,
@@ -416,7 +432,8 @@ impl<K: Ord> SkipList<K> {
     /// search. It climbs along the tallest pointers of the nodes it passes while they still
     /// land before the target, then descends from there, so a target `d` nodes on costs about
     /// `log d` steps wherever the list is large; a reseek past a hot column's versions no
-    /// longer walks down from the list's top through other rows' (cold) nodes.
+    /// longer walks down from the list's top through other rows' (cold) nodes, and jumps to
+    /// the end of the column's run when it starts in one ([`climb`]).
     pub(crate) fn lower_bound_after(
         &self,
         entry: Entry<'_, K>,
@@ -476,7 +493,7 @@ impl<K: Ord> SkipList<K> {
     /// and its value is returned.
     #[cfg(test)]
     pub(crate) fn insert(&self, key: K, value: u64) -> Option<u64> {
-        self.insert_after(key, value, None).0
+        self.insert_after(key, value, None, &|_: &K, _: &K| false).0
     }
 
     /// [`SkipList::insert`], and when the node the new one went in right after (at the bottom
@@ -487,6 +504,11 @@ impl<K: Ord> SkipList<K> {
     /// have been hinted), the insert's own search starts at the group's hint too, if there is
     /// one before the key (see [`SkipList::finger_splice`]). Returns what
     /// [`SkipList::insert`] does, and the bytes the hints allocated (see `row_hints`).
+    ///
+    /// `same_run(new key, later key)` says whether a later key belongs to the new key's run
+    /// (a column's versions, for the memstore, which a read that is done with the column
+    /// skips): the new node then records where its run ends, as far as its successor knew,
+    /// and finger searches jump there from it ([`climb`]) instead of stepping over the run.
     pub(crate) fn insert_hinted(
         &self,
         key: K,
@@ -494,6 +516,7 @@ impl<K: Ord> SkipList<K> {
         hash: u64,
         seen: bool,
         before_group: impl Fn(&K, &K) -> bool,
+        same_run: impl Fn(&K, &K) -> bool,
     ) -> (Option<u64>, usize) {
         // A hint is a node of this list (only this method records one), which frees its nodes
         // only when it drops.
@@ -501,7 +524,7 @@ impl<K: Ord> SkipList<K> {
             .then(|| self.hints.lookup(hash))
             .flatten()
             .and_then(NonNull::new);
-        let (replaced, placed) = self.insert_after(key, value, finger);
+        let (replaced, placed) = self.insert_after(key, value, finger, &same_run);
         let mut allocated = 0;
         if let Some((prev, node)) = placed
             // SAFETY: both are published nodes of this list.
@@ -547,6 +570,7 @@ impl<K: Ord> SkipList<K> {
         key: K,
         value: u64,
         finger: Option<NonNull<Node<K>>>,
+        same_run: &impl Fn(&K, &K) -> bool,
     ) -> (Option<u64>, Option<Placed<K>>) {
         let height = random_height();
         let target = |k: &K| k.cmp(&key);
@@ -576,6 +600,11 @@ impl<K: Ord> SkipList<K> {
         }
         for level in 0..height {
             loop {
+                if level == 0 {
+                    let end = run_end_from(splice.next[0], key, same_run);
+                    // SAFETY: the node is not published yet: the CAS below publishes it.
+                    unsafe { (*node.as_ptr()).run_end.store(end, Ordering::Relaxed) };
+                }
                 // SAFETY: `level < height`, the node's own tower.
                 unsafe { (*tower(node, level)).store(splice.next[level], Ordering::Relaxed) };
                 // Release: a reader that follows this pointer sees the node's key, value and
@@ -713,6 +742,7 @@ impl<K: Ord> SkipList<K> {
                 Node {
                     key,
                     value,
+                    run_end: AtomicPtr::new(ptr::null_mut()),
                     removed: AtomicBool::new(false),
                     linked: AtomicBool::new(false),
                     height: height as u8,
@@ -748,25 +778,49 @@ impl<K> Drop for SkipList<K> {
     }
 }
 
+/// Where the run of a node placed before `next` ends: `next` itself, or the end `next`
+/// recorded, when `next` is of the new key's run (`same_run`); null otherwise.
+fn run_end_from<K>(
+    next: *mut Node<K>,
+    key: &K,
+    same_run: &impl Fn(&K, &K) -> bool,
+) -> *mut Node<K> {
+    match NonNull::new(next).map(Entry::<K>::new) {
+        Some(next) if same_run(key, next.key()) => next.run_end().unwrap_or(next).node.as_ptr(),
+        _ => ptr::null_mut(),
+    }
+}
+
 /// From `from` (sorting before the target), the climb of a finger search: along the tallest
-/// pointer of each node passed while it lands before the target. Returns the node reached, the
-/// level the climb stands at there, and the node after it at that level (at or after the
-/// target; null at the end). Every node reached sorts before the target, and each after the
-/// one before, so a descent from the node reached finds the target's neighbours at that level
-/// and below.
+/// pointer of each node passed while it lands before the target, and from a node to the end of
+/// its run ([`Node::run_end`]) when that lands before the target (a hot column's versions, which
+/// a climb by pointers alone stepped over in `log d` steps, each a cache miss). Returns the node
+/// reached, the level the climb stands at there, and the node after it at that level (at or
+/// after the target; null at the end). Every node reached sorts before the target, and each
+/// after the one before, so a descent from the node reached finds the target's neighbours at
+/// that level and below.
 ///
 /// A node still being inserted is linked at its lower levels only: the climb stands on it at
-/// the level it came through (`from`, at the bottom level) until its [`Node::linked`] flag says
-/// every level is linked. A finger insert links its node after the node the climb reached at
-/// each of those levels, and a link made at a level where that node was not linked yet was
-/// lost when its inserter wrote the level's pointer: the new node then lay in the levels below
-/// but not in that one (one run in sixty of the concurrent hinted-insert test).
+/// the level it came through (a node reached by a jump, or `from`, at the bottom level) until
+/// its [`Node::linked`] flag says every level is linked. A finger insert links its node after
+/// the node the climb reached at each of those levels, and a link made at a level where that
+/// node was not linked yet was lost when its inserter wrote the level's pointer: the new node
+/// then lay in the levels below but not in that one (one run in sixty of the concurrent
+/// hinted-insert test).
 fn climb<K>(
     from: Entry<'_, K>,
     target: &impl Fn(&K) -> CmpOrdering,
 ) -> (NonNull<Node<K>>, usize, *mut Node<K>) {
     let (mut node, mut level) = (from, from.top_level(0));
     loop {
+        // Not to the node right after: that jump saves no step and costs a comparison, a
+        // cache miss on its key (most runs are a version or two).
+        if let Some(end) = node.run_end()
+            && node.next().is_none_or(|next| next.node != end.node)
+            && target(end.key()) == CmpOrdering::Less
+        {
+            (node, level) = (end, end.top_level(0));
+        }
         // SAFETY: `level < node.height` (`top_level`'s result).
         let next = unsafe { next(node.node, level) };
         match NonNull::new(next).map(Entry::new) {
