@@ -50,8 +50,8 @@ struct Node<K> {
     value: u64,
     /// A later node of this node's run (see [`SkipList::insert_hinted`]): the farthest its
     /// successor knew of when this node went in, null when the successor was of another run.
-    /// Written before the node is published, never after. Every node between the two is of
-    /// the run too (the list is sorted), so a search for a key past the run may start there.
+    /// Written before the node is published, never after. It sorts after this node (and
+    /// every node between is of the run), so a search for a key past it may start there.
     run_end: AtomicPtr<Node<K>>,
     removed: AtomicBool,
     /// Set once the node is linked at every level of its tower. Until then its upper pointers
