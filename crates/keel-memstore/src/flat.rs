@@ -62,18 +62,27 @@ impl FlatSegment {
         let mut size = SegmentSize::EMPTY;
         let mut last_row: Option<&[u8]> = None;
         let mut prefixes = Vec::with_capacity(cells.len());
+        // Filled in the same pass, which reads each cell's bytes (a cache miss apiece) once.
+        let mut column_ends = ColumnEnds::new(cells.len());
+        let mut previous: Option<&CellKey> = None;
         for key in cells.iter().map(Cell::key) {
             if last_row != Some(key.row()) {
                 rows.insert(row_hash(key.row()));
                 last_row = Some(key.row());
             }
-            prefixes.push(row_prefix(key.row()));
+            let prefix = row_prefix(key.row());
+            let same_column = previous.is_some_and(|previous| {
+                prefixes.last() == Some(&prefix) && previous.same_column(key)
+            });
+            column_ends.next(same_column);
+            prefixes.push(prefix);
+            previous = Some(key);
             size = size.plus(SegmentSize::of_key(key));
         }
         let segment = FlatSegment {
             id,
             tops: prefixes.iter().step_by(TOP_EVERY).copied().collect(),
-            column_ends: column_ends(&cells, &prefixes),
+            column_ends: column_ends.finish(),
             prefixes,
             cells,
             rows,
@@ -268,24 +277,55 @@ impl FlatSegment {
     }
 }
 
-/// [`FlatSegment::column_ends`] for `cells` (in order) and their row prefixes.
-fn column_ends(cells: &[Cell], prefixes: &[u128]) -> Vec<u32> {
-    let Ok(len) = u32::try_from(cells.len()) else {
-        return Vec::new();
-    };
-    let mut ends = vec![0u32; cells.len()];
-    let mut end = len;
-    for index in (0..len).rev() {
-        let i = index as usize;
-        let continues = i + 1 < cells.len()
-            && prefixes[i] == prefixes[i + 1]
-            && cells[i].key().same_column(cells[i + 1].key());
-        if !continues {
-            end = index;
+/// [`FlatSegment::column_ends`], built one cell at a time in order: each column's cells get
+/// its last index once the next column starts (or the cells end).
+struct ColumnEnds {
+    /// Empty, and left so, for over `u32::MAX` cells.
+    ends: Vec<u32>,
+    /// The current column's first index.
+    start: usize,
+    building: bool,
+}
+
+impl ColumnEnds {
+    fn new(cells: usize) -> ColumnEnds {
+        let building = u32::try_from(cells).is_ok();
+        ColumnEnds {
+            ends: Vec::with_capacity(if building { cells } else { 0 }),
+            start: 0,
+            building,
         }
-        ends[i] = end;
     }
-    ends
+
+    /// The next cell, of the column before it or not.
+    fn next(&mut self, same_column: bool) {
+        if !self.building {
+            return;
+        }
+        let index = self.ends.len();
+        if !same_column {
+            self.close(index);
+        }
+        // A placeholder until the column closes.
+        self.ends.push(0);
+    }
+
+    /// Gives the current column's cells (`start..end`) their last index.
+    fn close(&mut self, end: usize) {
+        if end > self.start {
+            // `end - 1 < cells <= u32::MAX` (checked at `new`).
+            let last = (end - 1) as u32;
+            self.ends[self.start..end].fill(last);
+        }
+        self.start = end;
+    }
+
+    fn finish(mut self) -> Vec<u32> {
+        if self.building {
+            self.close(self.ends.len());
+        }
+        self.ends
+    }
 }
 
 #[cfg(test)]
