@@ -156,6 +156,34 @@ proptest! {
     }
 }
 
+/// A finger search from each start (a node picked by index, a probe `ahead` past its key)
+/// lands on the node the search from the top finds.
+fn finger_searches_land_as_from_the_top(
+    list: &SkipList<u32>,
+    starts: &[(prop::sample::Index, u32)],
+) -> Result<(), TestCaseError> {
+    let mut nodes = Vec::new();
+    let mut at = list.front();
+    while let Some(entry) = at {
+        nodes.push(entry);
+        at = entry.next();
+    }
+    for (index, ahead) in starts {
+        let start = *index.get(&nodes);
+        let probe = start.key() + ahead;
+        let finger = list.lower_bound_after(start, |k: &u32| k.cmp(&probe));
+        let top = list.lower_bound(&probe);
+        prop_assert_eq!(
+            finger.map(|e| e.node),
+            top.map(|e| e.node),
+            "{} to {}",
+            start.key(),
+            probe
+        );
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(config(64, 2))]
 
@@ -174,19 +202,7 @@ proptest! {
         for key in removed {
             list.remove(&key);
         }
-        let mut nodes = Vec::new();
-        let mut at = list.front();
-        while let Some(entry) = at {
-            nodes.push(entry);
-            at = entry.next();
-        }
-        for (index, ahead) in starts {
-            let start = *index.get(&nodes);
-            let probe = start.key() + ahead;
-            let finger = list.lower_bound_after(start, |k: &u32| k.cmp(&probe));
-            let top = list.lower_bound(&probe);
-            prop_assert_eq!(finger.map(|e| e.node), top.map(|e| e.node), "{} to {}", start.key(), probe);
-        }
+        finger_searches_land_as_from_the_top(&list, &starts)?;
     }
 }
 
@@ -231,19 +247,7 @@ proptest! {
             let top = list.lower_bound(&probe);
             prop_assert_eq!(hinted.map(|e| e.node), top.map(|e| e.node), "to {}", probe);
         }
-        let mut nodes = Vec::new();
-        let mut at = list.front();
-        while let Some(entry) = at {
-            nodes.push(entry);
-            at = entry.next();
-        }
-        for (index, ahead) in starts {
-            let start = *index.get(&nodes);
-            let probe = start.key() + ahead;
-            let finger = list.lower_bound_after(start, |k: &u32| k.cmp(&probe));
-            let top = list.lower_bound(&probe);
-            prop_assert_eq!(finger.map(|e| e.node), top.map(|e| e.node), "{} to {}", start.key(), probe);
-        }
+        finger_searches_land_as_from_the_top(&list, &starts)?;
     }
 }
 
