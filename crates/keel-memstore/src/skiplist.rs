@@ -57,6 +57,8 @@ struct Node<K> {
     /// Set once the node is linked at every level of its tower. Until then its upper pointers
     /// are its inserter's to write (a link another writer made there would be overwritten),
     /// so a climb that reached it through a lower level uses only that level ([`climb`]).
+    /// Never set on a replacement ([`SkipList::replace`]): it is linked at the bottom level
+    /// only, whatever height it was drawn with.
     linked: AtomicBool,
     height: u8,
     tower: [AtomicPtr<Node<K>>; 0],
