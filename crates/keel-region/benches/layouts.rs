@@ -19,9 +19,15 @@
 //! ten-column get, and per row a ten-column scan returns, counted (not timed) over one pass
 //! after the rounds, the results' own vectors included: a count a noisy machine cannot move.
 //!
+//! `scan_columns_vs_cell_memstore`: the scans again, on two more stores whose records were
+//! left in the memstore (at most [`MEMSTORE_RECORDS`] records; most of them in flat segments,
+//! as in-memory flushes leave them): the layouts' cost where YCSB E reads its rows before a
+//! flush.
+//!
 //! With `LAYOUTS_PROFILE` set in the environment it runs only the ten-column scans, twenty
 //! times over, for `perf record` (`LAYOUTS_PROFILE=get`: the ten-column gets instead;
-//! `LAYOUTS_PROFILE=shared`: the gets of rows the memstore and the file share).
+//! `LAYOUTS_PROFILE=shared`: the gets of rows the memstore and the file share;
+//! `LAYOUTS_PROFILE=memstore`: the ten-column scans of the memstore).
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
@@ -30,7 +36,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use keel_cell::Cell;
 use keel_region::matcher::ReadQuery;
-use keel_region::{Durability, Engine, EngineOptions, FamilyOptions, Scan, Table};
+use keel_region::{
+    Durability, Engine, EngineOptions, FamilyOptions, InMemoryCompaction, Scan, Table,
+};
 use keel_testkit::{CountingAllocator, allocations, figure};
 
 #[global_allocator]
@@ -40,6 +48,9 @@ const FIELDS: usize = 10;
 const FIELD: usize = 100;
 const SCAN_ROWS: usize = 50;
 const SCANS: usize = 2_000;
+/// Records of the stores left in the memstore, at most: the ten-column ones fill about 85 MiB
+/// of it, under the 128 MiB flush size.
+const MEMSTORE_RECORDS: usize = 50_000;
 /// The columns `get_shared_vs_flushed` updates after the flush.
 const UPDATED: [usize; 2] = [2, 6];
 
@@ -78,9 +89,25 @@ struct Store {
     table: Table,
 }
 
-fn store(layout: Layout, records: usize) -> Store {
+/// Where a store's records are read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    /// Flushed to a store file.
+    File,
+    /// Left in the memstore, with in-memory compaction on (`Basic`, as the peers' YCSB runs
+    /// have it), which turns most of it into flat segments as it grows.
+    Memstore,
+}
+
+fn store(layout: Layout, records: usize, held: Held) -> Store {
     let dir = tempfile::tempdir().expect("tempdir");
-    let engine = Engine::open(dir.path(), EngineOptions::default()).expect("open");
+    let mut options = EngineOptions::default();
+    if held == Held::Memstore {
+        // As the peers' YCSB runs have it: in-memory flushes turn the memstore into flat
+        // segments as it grows.
+        options.limits.in_memory_compaction = InMemoryCompaction::Basic;
+    }
+    let engine = Engine::open(dir.path(), options).expect("open");
     let table = engine
         .create_table("t", vec![FamilyOptions::new("f")])
         .expect("create");
@@ -89,7 +116,16 @@ fn store(layout: Layout, records: usize) -> Store {
             .mutate(cells(layout, i), Durability::SkipWal)
             .expect("write");
     }
-    table.flush().expect("flush");
+    match held {
+        Held::File => {
+            table.flush().expect("flush");
+        }
+        Held::Memstore => assert_eq!(
+            table.region().store_file_count(),
+            0,
+            "the memstore store was flushed"
+        ),
+    }
     let all = table.scan(&Scan::all(i64::MAX / 2)).expect("warm");
     assert_eq!(all.len(), records);
     Store {
@@ -163,9 +199,12 @@ fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let (records, rounds) = if quick { (20_000, 7) } else { (100_000, 15) };
     println!("loading {records} records of {FIELDS} × {FIELD} B, as columns and as one cell…");
-    let columns = store(Layout::Columns, records);
-    let cell = store(Layout::Cell, records);
-    let shared = store(Layout::Columns, records);
+    let columns = store(Layout::Columns, records, Held::File);
+    let cell = store(Layout::Cell, records, Held::File);
+    let shared = store(Layout::Columns, records, Held::File);
+    let in_memory = records.min(MEMSTORE_RECORDS);
+    let columns_in_memory = store(Layout::Columns, in_memory, Held::Memstore);
+    let cell_in_memory = store(Layout::Cell, in_memory, Held::Memstore);
     update_columns(&shared, records);
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     let mut random = move || {
@@ -182,6 +221,8 @@ fn main() {
                 gets(&columns.table, &keys);
             } else if profile == "shared" {
                 gets(&shared.table, &keys);
+            } else if profile == "memstore" {
+                scans(&columns_in_memory.table, &starts);
             } else {
                 scans(&columns.table, &starts);
             }
@@ -189,9 +230,10 @@ fn main() {
         return;
     }
     let (mut scan_ratios, mut get_ratios, mut shared_ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let mut memstore_ratios = Vec::new();
     for round in 0..rounds {
-        let timed = |f: &dyn Fn(&Table) -> (Duration, usize)| {
-            let (c, k) = in_turn(round, || f(&columns.table), || f(&cell.table));
+        let timed_on = |columns: &Table, cell: &Table, f: &dyn Fn(&Table) -> (Duration, usize)| {
+            let (c, k) = in_turn(round, || f(columns), || f(cell));
             assert_eq!(c.1, k.1 * FIELDS, "the layouts returned different records");
             let per_record = |t: Duration| t.as_nanos() as f64 / k.1 as f64;
             print!(
@@ -201,8 +243,13 @@ fn main() {
             );
             k.0.as_secs_f64() / c.0.as_secs_f64()
         };
+        let timed =
+            |f: &dyn Fn(&Table) -> (Duration, usize)| timed_on(&columns.table, &cell.table, f);
         let scan = timed(&|t| scans(t, &starts));
         let get = timed(&|t| gets(t, &keys));
+        let memstore = timed_on(&columns_in_memory.table, &cell_in_memory.table, &|t| {
+            scans(t, &starts)
+        });
         let (flushed_time, shared_time) = in_turn(
             round,
             || gets(&columns.table, &keys),
@@ -211,8 +258,9 @@ fn main() {
         assert_eq!(flushed_time.1, shared_time.1, "the shared rows lost cells");
         let shared_ratio = flushed_time.0.as_secs_f64() / shared_time.0.as_secs_f64();
         println!(
-            "round {round}: scan cell/columns time {scan:.3}, get {get:.3}, get flushed/shared {shared_ratio:.3}"
+            "round {round}: scan cell/columns time {scan:.3}, get {get:.3}, get flushed/shared {shared_ratio:.3}, memstore scan {memstore:.3}"
         );
+        memstore_ratios.push(memstore);
         scan_ratios.push(scan);
         get_ratios.push(get);
         shared_ratios.push(shared_ratio);
@@ -223,10 +271,11 @@ fn main() {
         format!("{lo:.3}–{hi:.3}")
     };
     println!(
-        "scan spread {}, get spread {}, shared spread {}",
+        "scan spread {}, get spread {}, shared spread {}, memstore scan spread {}",
         spread(&scan_ratios),
         spread(&get_ratios),
-        spread(&shared_ratios)
+        spread(&shared_ratios),
+        spread(&memstore_ratios)
     );
     let before = allocations();
     gets(&columns.table, &keys);
@@ -236,6 +285,10 @@ fn main() {
     let scan_allocs = (allocations() - before) as f64 / (cells / FIELDS) as f64;
     println!("{}", figure("scan_columns_vs_cell", median(scan_ratios)));
     println!("{}", figure("get_columns_vs_cell", median(get_ratios)));
+    println!(
+        "{}",
+        figure("scan_columns_vs_cell_memstore", median(memstore_ratios))
+    );
     println!("{}", figure("get_shared_vs_flushed", median(shared_ratios)));
     println!("{}", figure("get_allocs_per_get_columns", get_allocs));
     println!("{}", figure("scan_allocs_per_row_columns", scan_allocs));
