@@ -278,6 +278,7 @@ impl Cell {
 
     /// The row, family and qualifier back to back, and the value: the two parts a store copies
     /// to make a [`Cell::with_storage`] buffer.
+    #[inline]
     pub fn coordinates_and_value(&self) -> [&[u8]; 2] {
         [self.key.coordinates(), self.value()]
     }

@@ -56,7 +56,7 @@ pub use error::{CellError, DecodeError, escape_bytes};
 pub use key::{CellKey, KeyParts, LATEST_TIMESTAMP, compare_bytes, same_bytes};
 pub use limits::{CellLimits, MAX_ENCODED_CELL_LEN, MAX_FAMILY_LEN, MAX_ROW_LEN};
 pub use shared_copy::{INLINE_COPY_MAX, shared_copy};
-pub use take::{Decide, Take};
+pub use take::{Decide, RunRule, Take};
 
 /// The crate README's example, compiled and run as a doctest.
 #[doc = include_str!("../README.md")]

@@ -9,7 +9,7 @@
 use std::ops::Bound;
 
 use bytes::{Bytes, BytesMut};
-use keel_cell::{Cell, CellKey};
+use keel_cell::{Cell, CellKey, same_bytes};
 use keel_sync::Mutex;
 
 use crate::row_filter::{RowFilter, row_hash};
@@ -33,6 +33,11 @@ pub(crate) struct FlatSegment {
     /// empty for a segment of over `u32::MAX` cells, never built): a reseek past a column's
     /// versions jumps there instead of galloping over them, a cache miss per key compared.
     column_ends: Vec<u32>,
+    /// One bit a cell: set when the cell is of the row and family of the cell before it and
+    /// another column, its row's next column ([`FlatSegment::run_end`]). A scan keeping a
+    /// row's plain run of columns takes such cells by this bit and their key fields, without
+    /// reading their bytes to compare them with the cell before.
+    next_columns: Vec<u64>,
     /// The cells, in order: a scanner reads them in place and clones only those it returns
     /// (copying every cell of a batch into a queue counted a reference on its chunk per cell,
     /// a cache miss apiece, for cells a short scan mostly never took).
@@ -64,9 +69,11 @@ impl FlatSegment {
         let mut prefixes = Vec::with_capacity(cells.len());
         // Filled in the same pass, which reads each cell's bytes (a cache miss apiece) once.
         let mut column_ends = ColumnEnds::new(cells.len());
+        let mut next_columns = vec![0u64; cells.len().div_ceil(64)];
         let mut previous: Option<&CellKey> = None;
-        for key in cells.iter().map(Cell::key) {
-            if last_row != Some(key.row()) {
+        for (index, key) in cells.iter().map(Cell::key).enumerate() {
+            let same_row = last_row == Some(key.row());
+            if !same_row {
                 rows.insert(row_hash(key.row()));
                 last_row = Some(key.row());
             }
@@ -74,6 +81,12 @@ impl FlatSegment {
             let same_column = previous.is_some_and(|previous| {
                 prefixes.last() == Some(&prefix) && previous.same_column(key)
             });
+            let next_column = same_row
+                && !same_column
+                && previous.is_some_and(|previous| same_bytes(previous.family(), key.family()));
+            if next_column {
+                next_columns[index / 64] |= 1 << (index % 64);
+            }
             column_ends.next(same_column);
             prefixes.push(prefix);
             previous = Some(key);
@@ -83,6 +96,7 @@ impl FlatSegment {
             id,
             tops: prefixes.iter().step_by(TOP_EVERY).copied().collect(),
             column_ends: column_ends.finish(),
+            next_columns,
             prefixes,
             cells,
             rows,
@@ -112,6 +126,29 @@ impl FlatSegment {
     #[inline]
     pub(crate) fn cell(&self, index: usize) -> Option<&Cell> {
         self.cells.get(index)
+    }
+
+    /// The cells at `range`, which must lie within the segment.
+    #[inline]
+    pub(crate) fn cells_in(&self, range: std::ops::Range<usize>) -> &[Cell] {
+        &self.cells[range]
+    }
+
+    /// The first index at or after `from` whose cell is not the next column of the cell before
+    /// it (the length at the end): where a run of columns from before `from` ends, typically
+    /// at the next row's first cell.
+    pub(crate) fn run_end(&self, from: usize) -> usize {
+        let mut word = from / 64;
+        let mut from_bit = from % 64;
+        while let Some(bits) = self.next_columns.get(word) {
+            let ends = !bits & (u64::MAX << from_bit);
+            if ends != 0 {
+                return (word * 64 + ends.trailing_zeros() as usize).min(self.cells.len());
+            }
+            word += 1;
+            from_bit = 0;
+        }
+        self.cells.len()
     }
 
     /// The key at `index`, if any.
@@ -386,6 +423,29 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// A run ends at the first cell, from where it is asked, that is not of the row and
+        /// family of the cell before it and another column, as comparing the keys says.
+        #[test]
+        fn runs_end_where_the_keys_say(keys in keys()) {
+            let cells: Vec<_> = keys
+                .into_iter()
+                .map(|key| keel_cell::Cell::from_key(key).expect("cell"))
+                .collect();
+            let next_column = |i: usize| {
+                i > 0 && {
+                    let (before, cell) = (cells[i - 1].key(), cells[i].key());
+                    before.row() == cell.row()
+                        && before.family() == cell.family()
+                        && before.qualifier() != cell.qualifier()
+                }
+            };
+            let (flat, _) = FlatSegment::from_cells(1, cells.clone());
+            for from in 0..=cells.len() + 1 {
+                let wanted = (from..cells.len()).find(|&i| !next_column(i)).unwrap_or(cells.len());
+                prop_assert_eq!(flat.run_end(from), wanted, "from {}", from);
+            }
+        }
 
         /// Through the top index, the galloping tie search and the first-tie shortcut, the
         /// same answer as halving the whole array of keys.

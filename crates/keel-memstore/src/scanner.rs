@@ -2,7 +2,7 @@
 
 use std::ops::{Bound, RangeBounds};
 
-use keel_cell::{Cell, CellKey, CellType, Decide, Take, compare_bytes, same_bytes};
+use keel_cell::{Cell, CellKey, CellType, Decide, RunRule, Take, compare_bytes, same_bytes};
 
 use std::sync::Arc;
 
@@ -14,6 +14,10 @@ use crate::skiplist::Detached;
 
 /// How many cells ahead of a flat segment's reading their bytes are asked for.
 const PREFETCH_AHEAD: usize = 4;
+
+/// How many cells ahead of a run taken by its next-column bits ([`Take::KeepRun`]) a flat
+/// segment's array is asked for: about three rows of ten columns.
+const ARRAY_AHEAD: usize = 32;
 
 /// Cells of a memstore in CellComparator order, hiding every cell whose sequence id is above the
 /// read point. Raw cells: delete markers and every version are returned; the region applies
@@ -164,6 +168,46 @@ impl Head {
                 }
             }
         }
+    }
+
+    /// After the head's cell was kept with `rule` ([`Take::KeepRun`]): moves each following
+    /// cell that continues the run into `out` and the head onto the last cell kept, for
+    /// [`Head::pass`] to move past. A flat segment tells which cells continue it from its
+    /// next-column bits and the cells' key fields, without reading their bytes (each of which
+    /// was a cache miss a cell for a ten-column row, compared to the cell before it); it stops
+    /// at a cell the reading cannot see, which `pass` then skips, so every cell it takes is
+    /// the next column of the one kept before it. A skip list's head stays: telling would
+    /// read the bytes, as deciding the cell does.
+    fn keep_run(&mut self, rule: &RunRule, read_point: u64, out: &mut Vec<Cell>) {
+        let Head::At { flat, at } = self else {
+            return;
+        };
+        // The cells after the run (the next row's first, most often) and after the run
+        // following it are the next whose bytes are read, to compare their rows: asked for
+        // now, while this run's cells are taken, not one row compare ahead.
+        let end = flat.run_end(*at + 1);
+        // The array itself: a ten-column row's cells are ten lines of it, which the CPU did
+        // not fetch ahead on its own (the row-start look-ups below waited on them).
+        for ahead in *at + 1 + ARRAY_AHEAD..end + ARRAY_AHEAD {
+            if let Some(cell) = flat.cell(ahead) {
+                keel_sync::prefetch_value(cell);
+            }
+        }
+        if let Some(cell) = flat.cell(end) {
+            keel_sync::prefetch(cell.row());
+            if let Some(after) = flat.cell(flat.run_end(end + 1)) {
+                keel_sync::prefetch(after.row());
+            }
+        }
+        // Every cell before `end` has its bit; the run ends at the first of them the reading
+        // cannot see or the rule does not keep.
+        let run = flat.cells_in(*at + 1..end);
+        let taken = run
+            .iter()
+            .position(|cell| cell.sequence_id() > read_point || !rule.continues_next_column(cell))
+            .unwrap_or(run.len());
+        out.extend_from_slice(&run[..taken]);
+        *at += taken;
     }
 
     /// Ends the reading: nothing more comes from this segment.
@@ -375,7 +419,7 @@ impl MemStoreScanner {
                 return;
             }
             match decide(cell, out) {
-                Take::Keep => self.next_into(out),
+                Take::Keep | Take::KeepRun(_) => self.next_into(out),
                 Take::Pass => self.pass_next(),
                 Take::Stop => return,
             }
@@ -418,6 +462,14 @@ impl MemStoreScanner {
             match decide(cell, out) {
                 Take::Keep => {
                     out.push(cell.clone());
+                    head.pass(self.read_point);
+                }
+                Take::KeepRun(rule) => {
+                    out.push(cell.clone());
+                    // Not where the end may fall inside the run: each cell is checked then.
+                    if end.is_none() {
+                        head.keep_run(&rule, self.read_point, out);
+                    }
                     head.pass(self.read_point);
                 }
                 Take::Pass => head.pass(self.read_point),

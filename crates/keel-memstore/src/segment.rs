@@ -19,7 +19,7 @@ pub(crate) type Entry<'a> = skiplist::Entry<'a, MemKey>;
 /// Estimated heap bytes per stored cell beyond its data: the skip list's node in its arena (the
 /// key, whose handle holds the value too, the value's length, its run's end and two marks) and
 /// its average tower of 4/3 pointers (HBase counts a fixed per-cell overhead likewise). A flat
-/// segment's cell takes less (its handle, a 16-byte prefix and a 4-byte column end) and is
+/// segment's cell takes less (its handle, a 16-byte prefix, a 4-byte column end and a bit) and is
 /// counted the same.
 pub const CELL_OVERHEAD_BYTES: u64 = (skiplist::node_header_bytes::<MemKey>() + 11) as u64;
 

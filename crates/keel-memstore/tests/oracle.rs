@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellKey, Take};
+use keel_cell::{Cell, CellKey, CellType, RunRule, Take};
 use keel_memstore::{MemStore, MemStoreOptions, MemStoreScanner};
 use proptest::prelude::*;
 
@@ -23,6 +23,7 @@ enum Op {
     Scan {
         read_point: u64,
         from: Option<CellKey>,
+        rule: RunRule,
     },
     /// A reversed scan's moves: from before `from`'s row (the last row with `None`), each row
     /// read forward, then the row before it.
@@ -42,34 +43,56 @@ enum Op {
     Bounded {
         read_point: u64,
         to: CellKey,
+        rule: RunRule,
     },
     /// A get's read of one row (rows `r0`..`r7`: some never written).
     Row {
         read_point: u64,
         row: u8,
+        rule: RunRule,
     },
 }
 
+/// A reader's run rule ([`take_rows_run`]): its read point may differ from the scanner's.
+fn run_rule() -> impl Strategy<Value = RunRule> {
+    (0u64..14, 0i64..3, 1i64..5).prop_map(|(read_point, min_ts, max_ts)| RunRule {
+        read_point,
+        min_ts,
+        max_ts,
+    })
+}
+
+/// Cells of rows `r0`..`r5`, families `f` and `g` (mostly `f`), three qualifiers and four
+/// timestamps; one in eight a `DeleteColumn` marker (the memstore stores markers as it stores
+/// puts; a reader's run stops at them).
 fn small_cell() -> impl Strategy<Value = Cell> {
     (
         0u8..6,
+        prop::sample::select(vec!["f", "f", "f", "g"]),
         0u8..3,
         0i64..4,
         0u64..12,
         prop::collection::vec(any::<u8>(), 0..40),
+        0u8..8,
     )
-        .prop_map(|(row, qualifier, timestamp, sequence_id, value)| {
-            let mut cell = Cell::put(
-                vec![b'r', row],
-                "f",
-                vec![b'q', qualifier],
-                timestamp,
-                value,
-            )
-            .expect("valid cell");
-            cell.set_sequence_id(sequence_id);
-            cell
-        })
+        .prop_map(
+            |(row, family, qualifier, timestamp, sequence_id, value, kind)| {
+                let kind = if kind == 0 {
+                    CellType::DeleteColumn
+                } else {
+                    CellType::Put
+                };
+                let mut cell = Cell::builder(vec![b'r', row], family)
+                    .qualifier(vec![b'q', qualifier])
+                    .timestamp(timestamp)
+                    .cell_type(kind)
+                    .value(value)
+                    .build()
+                    .expect("valid cell");
+                cell.set_sequence_id(sequence_id);
+                cell
+            },
+        )
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -79,20 +102,30 @@ fn op() -> impl Strategy<Value = Op> {
         1 => prop::collection::vec(any::<prop::sample::Index>(), 1..4).prop_map(Op::Rollback),
         1 => Just(Op::Snapshot),
         1 => Just(Op::Clear),
-        2 => (0u64..14, prop::option::of(small_cell())).prop_map(|(read_point, from)| Op::Scan {
-            read_point,
-            from: from.map(|cell| cell.key().clone()),
-        }),
+        2 => (0u64..14, prop::option::of(small_cell()), run_rule()).prop_map(
+            |(read_point, from, rule)| Op::Scan {
+                read_point,
+                from: from.map(|cell| cell.key().clone()),
+                rule,
+            }
+        ),
         2 => (0u64..14, 0usize..40, small_cell()).prop_map(|(read_point, take, to)| Op::Reseek {
             read_point,
             take,
             to: to.key().clone(),
         }),
-        1 => (0u64..14, small_cell()).prop_map(|(read_point, to)| Op::Bounded {
-            read_point,
-            to: to.key().clone(),
+        1 => (0u64..14, small_cell(), run_rule()).prop_map(|(read_point, to, rule)| {
+            Op::Bounded {
+                read_point,
+                to: to.key().clone(),
+                rule,
+            }
         }),
-        2 => (0u64..14, 0u8..8).prop_map(|(read_point, row)| Op::Row { read_point, row }),
+        2 => (0u64..14, 0u8..8, run_rule()).prop_map(|(read_point, row, rule)| Op::Row {
+            read_point,
+            row,
+            rule
+        }),
         2 => (0u64..14, prop::option::of(small_cell())).prop_map(|(read_point, from)| Op::Backward {
             read_point,
             from: from.map(|cell| cell.key().clone()),
@@ -238,7 +271,11 @@ fn run(ops: Vec<Op>, mslab: bool, limit: usize) -> Result<(), TestCaseError> {
                 oracle.snapshot_counted = (0, 0);
                 pending = None;
             }
-            Op::Scan { read_point, from } => {
+            Op::Scan {
+                read_point,
+                from,
+                rule,
+            } => {
                 let expected = oracle.visible(read_point, from.as_ref());
                 let got: Vec<_> = match &from {
                     Some(from) => memstore.scanner(from.clone().., read_point),
@@ -276,6 +313,14 @@ fn run(ops: Vec<Op>, mslab: bool, limit: usize) -> Result<(), TestCaseError> {
                     None => memstore.scanner(.., read_point),
                 };
                 prop_assert_eq!(take_rows(&mut scanner)?, without_q1(&expected));
+                let mut scanner = match &from {
+                    Some(from) => memstore.scanner(from.clone().., read_point),
+                    None => memstore.scanner(.., read_point),
+                };
+                prop_assert_eq!(
+                    take_rows_run(&mut scanner, rule)?,
+                    run_kept(&expected, rule)
+                );
                 let mut visited = Vec::new();
                 let mut collect = |key: &CellKey, value: &[u8]| {
                     visited.push((key.clone(), Bytes::copy_from_slice(value)));
@@ -305,7 +350,11 @@ fn run(ops: Vec<Op>, mslab: bool, limit: usize) -> Result<(), TestCaseError> {
                     .collect();
                 prop_assert_eq!(rest, expected_rest);
             }
-            Op::Bounded { read_point, to } => {
+            Op::Bounded {
+                read_point,
+                to,
+                rule,
+            } => {
                 let mut expected = oracle.visible(read_point, None);
                 expected.retain(|(key, _)| *key < to);
                 let got: Vec<_> = memstore
@@ -313,10 +362,19 @@ fn run(ops: Vec<Op>, mslab: bool, limit: usize) -> Result<(), TestCaseError> {
                     .map(Cell::into_parts)
                     .collect();
                 prop_assert_eq!(&got, &expected);
-                let mut scanner = memstore.scanner(..to, read_point);
+                let mut scanner = memstore.scanner(..to.clone(), read_point);
                 prop_assert_eq!(take_rows(&mut scanner)?, without_q1(&expected));
+                let mut scanner = memstore.scanner(..to, read_point);
+                prop_assert_eq!(
+                    take_rows_run(&mut scanner, rule)?,
+                    run_kept(&expected, rule)
+                );
             }
-            Op::Row { read_point, row } => {
+            Op::Row {
+                read_point,
+                row,
+                rule,
+            } => {
                 let row = Bytes::from(vec![b'r', row]);
                 let expected: Vec<_> = oracle
                     .visible(read_point, None)
@@ -330,6 +388,11 @@ fn run(ops: Vec<Op>, mslab: bool, limit: usize) -> Result<(), TestCaseError> {
                 prop_assert_eq!(&got, &expected);
                 let mut scanner = memstore.row_scanner(&row, read_point);
                 prop_assert_eq!(take_rows(&mut scanner)?, without_q1(&expected));
+                let mut scanner = memstore.row_scanner(&row, read_point);
+                prop_assert_eq!(
+                    take_rows_run(&mut scanner, rule)?,
+                    run_kept(&expected, rule)
+                );
             }
             Op::Backward { read_point, from } => {
                 let visible = oracle.visible(read_point, None);
@@ -421,6 +484,85 @@ fn take_rows(scanner: &mut MemStoreScanner) -> Result<Vec<(CellKey, Bytes)>, Tes
         }
     }
     Ok(kept.into_iter().map(Cell::into_parts).collect())
+}
+
+/// The reader of [`take_rows_run`]: shown `cell`, with `open` when the cell shown before it
+/// in its row was kept with the run's rule (`last`), keeps it by the rule when it continues
+/// the run (as the rule promises the source); otherwise stops at timestamp 3, keeps (with the
+/// rule) a cell whose value has an even length and passes the rest, so that a cell a source
+/// took by the rule without the right to shows in the results.
+fn run_decision(rule: RunRule, cell: &Cell, last: Option<&Cell>, open: bool) -> Take {
+    if open && last.is_some_and(|last| rule.continues(cell, last)) {
+        Take::KeepRun(rule)
+    } else if cell.timestamp() == 3 {
+        Take::Stop
+    } else if cell.value().len().is_multiple_of(2) {
+        Take::KeepRun(rule)
+    } else {
+        Take::Pass
+    }
+}
+
+/// Reads `scanner` row by row through `take_row` with [`run_decision`]'s reader (a cell
+/// stopped at is checked to be the next and kept with `next_into`). A source may keep the
+/// cells continuing a run unasked: the reader then finds its results grown by more than the
+/// cell it kept, and takes their last as the run's.
+fn take_rows_run(
+    scanner: &mut MemStoreScanner,
+    rule: RunRule,
+) -> Result<Vec<(CellKey, Bytes)>, TestCaseError> {
+    let mut kept: Vec<Cell> = Vec::new();
+    while let Some(first) = scanner.peek() {
+        let row = first.row_bytes();
+        let row_start = kept.len();
+        let mut open = false;
+        loop {
+            let mut stopped = None;
+            scanner.take_row(&row, &mut kept, &mut |cell, so_far| {
+                let last = so_far[row_start..].last();
+                let take = run_decision(rule, cell, last, open);
+                open = matches!(take, Take::KeepRun(_));
+                if take == Take::Stop {
+                    stopped = Some(cell.key().clone());
+                }
+                take
+            });
+            let Some(key) = stopped else {
+                break;
+            };
+            prop_assert_eq!(scanner.peek().map(Cell::key), Some(&key));
+            scanner.next_into(&mut kept);
+            open = false;
+        }
+        prop_assert!(scanner.peek().is_none_or(|cell| cell.row() != row));
+    }
+    Ok(kept.into_iter().map(Cell::into_parts).collect())
+}
+
+/// What [`take_rows_run`] keeps of `cells` (sorted, visible), shown every one of them.
+fn run_kept(cells: &[(CellKey, Bytes)], rule: RunRule) -> Vec<(CellKey, Bytes)> {
+    let mut kept: Vec<Cell> = Vec::new();
+    let (mut row, mut row_start, mut open) = (None, 0, false);
+    for (key, value) in cells {
+        let cell = Cell::from_parts(key.clone(), value.clone());
+        if row.as_ref() != Some(&cell.row_bytes()) {
+            row = Some(cell.row_bytes());
+            row_start = kept.len();
+            open = false;
+        }
+        match run_decision(rule, &cell, kept[row_start..].last(), open) {
+            Take::KeepRun(_) => {
+                kept.push(cell);
+                open = true;
+            }
+            Take::Stop | Take::Keep => {
+                kept.push(cell);
+                open = false;
+            }
+            Take::Pass => open = false,
+        }
+    }
+    kept.into_iter().map(Cell::into_parts).collect()
 }
 
 /// `cells` without those of qualifier `q1`, as [`take_rows`] keeps them.

@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellType, same_bytes};
+use keel_cell::{Cell, CellType, RunRule, same_bytes};
 
 /// Per-family rules (HBase column-family attributes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,11 +308,18 @@ impl<'a> Matcher<'a> {
     /// copied its qualifier, to learn what sorting already says.
     #[inline]
     pub(crate) fn continues_run(&self, cell: &Cell, last: &Cell) -> bool {
-        cell.cell_type() == CellType::Put
-            && cell.sequence_id() <= self.read_point
-            && self.query.time_range.contains(cell.timestamp())
-            && same_bytes(cell.family(), last.family())
-            && !same_bytes(cell.qualifier(), last.qualifier())
+        self.run_rule().continues(cell, last)
+    }
+
+    /// The rule of [`Matcher::continues_run`], for a source to apply to the cells after one
+    /// the reader keeps ([`keel_cell::Take::KeepRun`]).
+    #[inline]
+    pub(crate) fn run_rule(&self) -> RunRule {
+        RunRule {
+            read_point: self.read_point,
+            min_ts: self.query.time_range.min,
+            max_ts: self.query.time_range.max,
+        }
     }
 
     /// Sets the trackers as admitting every cell of a run through [`Matcher::admit`] would

@@ -180,13 +180,18 @@ impl ColumnSkip {
 /// ([`KeyValueScanner::take_row`]). After the matcher admits a cell while
 /// [`Matcher::run_open`] holds, each following cell that is the next column's visible put
 /// ([`Matcher::continues_run`]) is kept on that test alone; the matcher is told once, at the
-/// run's end ([`PlainRun::close`]), before it decides anything else.
+/// run's end ([`PlainRun::close`]), before it decides anything else. A cell kept while a run
+/// is open is kept with the run's rule ([`Take::KeepRun`]), so a source that can apply it
+/// keeps the rest of the run without asking ([`PlainRun::absorb`] accounts for those).
 #[derive(Debug, Default)]
 pub(crate) struct PlainRun {
     /// The last cell kept was admitted while a run may follow it.
     open: bool,
     /// Cells were kept in the run since the matcher last decided one.
     behind: bool,
+    /// After a [`Take::KeepRun`]: how many results there were with the cell it kept. More,
+    /// at the next call, are cells the source kept by the rule.
+    known: Option<usize>,
 }
 
 impl PlainRun {
@@ -212,6 +217,37 @@ impl PlainRun {
         skip.column_done(cell, true);
         self.behind = true;
         true
+    }
+
+    /// The take for a cell the reader keeps, `kept` the results before it: with the run's
+    /// rule while a run is open, so that the source may keep the rest of the run unasked.
+    #[inline]
+    pub(crate) fn keep(&mut self, matcher: &Matcher<'_>, kept: &[Cell]) -> Take {
+        if !self.open {
+            return Take::Keep;
+        }
+        self.known = Some(kept.len() + 1);
+        Take::KeepRun(matcher.run_rule())
+    }
+
+    /// Accounts for the cells a source kept by the run's rule since the last
+    /// [`PlainRun::keep`], `kept` the results now: each is a cell [`PlainRun::keeps`] would
+    /// have kept, so the matcher is behind by them and the column skip is set as for their
+    /// last. Returns how many there were (the reader counts them as read). Called first
+    /// whenever the reader is shown a cell, and once its take returns.
+    #[inline]
+    pub(crate) fn absorb(&mut self, skip: &mut ColumnSkip, kept: &[Cell]) -> usize {
+        let Some(known) = self.known.take() else {
+            return 0;
+        };
+        let extra = kept.len().saturating_sub(known);
+        if extra > 0
+            && let Some(last) = kept.last()
+        {
+            skip.column_done(last, true);
+            self.behind = true;
+        }
+        extra
     }
 
     /// Ends the run: the matcher catches up with its last cell, the end of `kept`. Called
@@ -539,9 +575,10 @@ impl RegionScanner {
         let cells_read = &mut self.cells_read;
         let mut run = PlainRun::default();
         let taken = self.merge.take_row(row, out, &mut |cell, kept| {
+            *cells_read += run.absorb(skip, kept) as u64;
             if run.keeps(matcher, skip, cell, kept) {
                 *cells_read += 1;
-                return Take::Keep;
+                return run.keep(matcher, kept);
             }
             run.close(matcher, kept);
             if let Some(take) = skip.take_or_stop(cell, kept.last()) {
@@ -558,10 +595,20 @@ impl RegionScanner {
                 skip.column_done(cell, admitted);
             }
             run.decided(admitted, matcher);
-            if admitted { Take::Keep } else { Take::Pass }
+            if admitted {
+                run.keep(matcher, kept)
+            } else {
+                Take::Pass
+            }
         });
-        // Also on an error: the matcher must not be left behind the results.
-        run.close(matcher, out);
+        *cells_read += run.absorb(skip, out) as u64;
+        // The matcher catches up with the run (copying its last column's coordinates, whose
+        // bytes a run kept by its source was never read: a cache miss a row) only if it
+        // decides more of this row: the next row's first cell resets it. Also on an error: it
+        // must not be left behind the results.
+        if taken.is_err() || self.merge.peek().is_some_and(|c| same_bytes(c.row(), row)) {
+            run.close(matcher, out);
+        }
         taken?;
         Ok(())
     }
@@ -733,11 +780,75 @@ mod tests {
             .collect()
     }
 
-    /// An unfiltered scan over `cells` split among three sources.
+    /// A sorted source that keeps the cells of a run unasked by its rule after a
+    /// [`Take::KeepRun`], as a flat memstore segment does by its next-column bits.
+    struct RunSource {
+        cells: Vec<Cell>,
+        pos: usize,
+    }
+
+    impl KeyValueScanner for RunSource {
+        fn peek(&self) -> Option<&Cell> {
+            self.cells.get(self.pos)
+        }
+
+        fn next(&mut self) -> keel_storefile::Result<Option<Cell>> {
+            let cell = self.cells.get(self.pos).cloned();
+            self.pos += usize::from(cell.is_some());
+            Ok(cell)
+        }
+
+        fn take_row(
+            &mut self,
+            row: &[u8],
+            out: &mut Vec<Cell>,
+            decide: &mut keel_storefile::Decide<'_>,
+        ) -> keel_storefile::Result<()> {
+            while let Some(cell) = self.cells.get(self.pos).filter(|c| c.row() == row) {
+                match decide(cell, out) {
+                    Take::Keep => out.push(cell.clone()),
+                    Take::KeepRun(rule) => {
+                        out.push(cell.clone());
+                        while let Some(next) = self.cells.get(self.pos + 1).filter(|next| {
+                            next.row() == row && out.last().is_some_and(|l| rule.continues(next, l))
+                        }) {
+                            out.push(next.clone());
+                            self.pos += 1;
+                        }
+                    }
+                    Take::Pass => {}
+                    Take::Stop => break,
+                }
+                self.pos += 1;
+            }
+            Ok(())
+        }
+
+        fn seek(&mut self, key: &CellKey) -> keel_storefile::Result<()> {
+            self.pos = self.cells.partition_point(|c| c.key() < key);
+            Ok(())
+        }
+
+        fn seek_before_row(&mut self, row: Option<&[u8]>) -> keel_storefile::Result<()> {
+            let end = match row {
+                None => self.cells.len(),
+                Some(row) => self.cells.partition_point(|c| c.row() < row),
+            };
+            self.pos = match end.checked_sub(1).map(|last| self.cells[last].row_bytes()) {
+                Some(last_row) => self.cells.partition_point(|c| c.row() < &last_row[..]),
+                None => self.cells.len(),
+            };
+            Ok(())
+        }
+    }
+
+    /// An unfiltered scan over `cells` split among three sources; with `runs`, sources that
+    /// keep runs unasked ([`RunSource`]).
     fn scanned(
         cells: &[(usize, Cell)],
         query: &ReadQuery,
         rules: &Arc<HashMap<Bytes, FamilyRules>>,
+        runs: bool,
     ) -> Vec<Vec<Cell>> {
         let mut split: Vec<Vec<Cell>> = vec![Vec::new(); 3];
         for (source, cell) in cells {
@@ -747,7 +858,11 @@ mod tests {
             .into_iter()
             .map(|mut cells| {
                 cells.sort();
-                Box::new(VecScanner::new(cells)) as Box<dyn KeyValueScanner>
+                if runs {
+                    Box::new(RunSource { cells, pos: 0 }) as Box<dyn KeyValueScanner>
+                } else {
+                    Box::new(VecScanner::new(cells)) as Box<dyn KeyValueScanner>
+                }
             })
             .collect();
         let scan = Scan {
@@ -789,7 +904,8 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(400))]
 
         /// A scan, whose rows are taken in one call with runs of columns decided without the
-        /// matcher ([`PlainRun`]), returns what the matcher admits when shown every cell:
+        /// matcher ([`PlainRun`]; by sources that keep them unasked, too), returns what the
+        /// matcher admits when shown every cell:
         /// invisible cells, cells outside the time range or past the TTL, markers, older
         /// versions, several families and sources, column lists.
         #[test]
@@ -823,7 +939,9 @@ mod tests {
                     ]),
                 },
             };
-            prop_assert_eq!(scanned(&cells, &query, &rules), admitted(&cells, &query, &rules));
+            let wanted = admitted(&cells, &query, &rules);
+            prop_assert_eq!(scanned(&cells, &query, &rules, false), wanted.clone());
+            prop_assert_eq!(scanned(&cells, &query, &rules, true), wanted);
         }
     }
 
@@ -840,20 +958,28 @@ mod tests {
         ]);
         let query = ReadQuery::latest(3, 8);
         let rules = Arc::new(HashMap::new());
-        let rows = scanned(&cells, &query, &rules);
-        assert_eq!(rows, admitted(&cells, &query, &rules));
-        assert_eq!(rows.len(), 2, "{rows:?}");
-        assert_eq!(rows[1][0].sequence_id(), 1);
+        for runs in [false, true] {
+            let rows = scanned(&cells, &query, &rules, runs);
+            assert_eq!(rows, admitted(&cells, &query, &rules));
+            assert_eq!(rows.len(), 2, "{rows:?}");
+            assert_eq!(rows[1][0].sequence_id(), 1);
+        }
     }
 
-    /// After a run, the matcher and the column skip stand as deciding every cell through the
-    /// matcher would have left them.
+    /// After a run, when the row goes on (here: at the older versions of the run's last column
+    /// that the column skip stops at, for a seek), the matcher and the column skip stand as
+    /// deciding every cell through the matcher would have left them. (When the row ends with
+    /// the run, the matcher is left behind: the next row's first cell resets it.)
     #[test]
     fn a_run_leaves_the_matcher_and_column_skip_as_the_matcher_would() {
         // The run opens after the empty qualifier, which the column skip never finishes.
-        let row: Vec<Cell> = ["", "a", "b", "c"]
+        let run: Vec<Cell> = ["", "a", "b", "c"]
             .iter()
             .map(|q| Cell::put("r", "f", *q, 5, "v").expect("a valid cell"))
+            .collect();
+        let older: Vec<Cell> = (2..5)
+            .rev()
+            .map(|ts| Cell::put("r", "f", "c", ts, "v").expect("a valid cell"))
             .collect();
         let query = ReadQuery::latest(u64::MAX, 0);
         let rules = Arc::new(HashMap::new());
@@ -861,16 +987,25 @@ mod tests {
         let mut one_by_one = Matcher::with_rules(query.clone(), Arc::clone(&rules));
         let mut skip_one_by_one = ColumnSkip::default();
         let mut kept = Vec::new();
-        for cell in &row {
+        for cell in &run {
             assert_eq!(skip_one_by_one.take_or_stop(cell, kept.last()), None);
             assert!(one_by_one.admit(cell));
             skip_one_by_one.column_done(cell, true);
             kept.push(cell.clone());
         }
+        let takes: Vec<_> = older
+            .iter()
+            .map(|cell| skip_one_by_one.take_or_stop(cell, kept.last()))
+            .collect();
+        assert_eq!(
+            takes,
+            [Some(Take::Pass), Some(Take::Pass), Some(Take::Stop)]
+        );
 
+        let row: Vec<Cell> = run.iter().chain(&older).cloned().collect();
         let mut scanner = RegionScanner::new(
             MergeScanner::new(
-                vec![Box::new(VecScanner::new(row.clone()))],
+                vec![Box::new(VecScanner::new(row))],
                 &CellKey::first_on_row(Bytes::from_static(b"r")),
             )
             .expect("in memory"),
@@ -881,7 +1016,8 @@ mod tests {
         .expect("in memory");
         let mut out = Vec::new();
         scanner.take_unfiltered(b"r", &mut out).expect("in memory");
-        assert_eq!(out, row);
+        assert_eq!(out, run);
+        assert_eq!(scanner.merge.peek(), Some(&older[2]), "stopped for a seek");
         assert_eq!(format!("{:?}", scanner.matcher), format!("{one_by_one:?}"));
         assert_eq!(
             format!("{:?}", scanner.skip),

@@ -59,7 +59,7 @@ pub use bloom::BloomType;
 pub use error::{Result, StoreFileError};
 pub use format::{Compression, Encoding, FORMAT_VERSION};
 pub use info::FileInfo;
-pub use keel_cell::{Decide, Take};
+pub use keel_cell::{Decide, RunRule, Take};
 pub use merge::{KeyValueScanner, MergeScanner, VecScanner};
 pub use range::{RangeScanner, RowRange};
 pub use reader::{ReadStats, StoreFileReader};

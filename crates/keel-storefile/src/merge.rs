@@ -82,7 +82,7 @@ fn apply<S: KeyValueScanner + ?Sized>(
     out: &mut Vec<Cell>,
 ) -> Result<bool> {
     match take {
-        Take::Keep => scanner.next_into(out)?,
+        Take::Keep | Take::KeepRun(_) => scanner.next_into(out)?,
         Take::Pass => scanner.skip()?,
         Take::Stop => return Ok(false),
     }

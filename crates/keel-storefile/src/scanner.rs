@@ -645,7 +645,7 @@ impl KeyValueScanner for StoreFileScanner<'_> {
                 return Ok(());
             }
             match decide(cell, out) {
-                Take::Keep => out.extend(self.current.take()),
+                Take::Keep | Take::KeepRun(_) => out.extend(self.current.take()),
                 Take::Pass => self.current = None,
                 Take::Stop => return Ok(()),
             }
@@ -659,7 +659,7 @@ impl KeyValueScanner for StoreFileScanner<'_> {
                     Take::Stop
                 };
                 match take {
-                    Take::Keep => {}
+                    Take::Keep | Take::KeepRun(_) => {}
                     Take::Pass => drop(out.pop()),
                     Take::Stop => {
                         self.current = out.pop();

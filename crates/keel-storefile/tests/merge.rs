@@ -6,7 +6,7 @@
 //! backwards must match it too.
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellKey, Take};
+use keel_cell::{Cell, CellKey, RunRule, Take};
 use keel_storefile::{KeyValueScanner, MergeScanner, VecScanner};
 use proptest::prelude::*;
 
@@ -55,6 +55,14 @@ enum Step {
     TakeRow(Vec<Take>),
 }
 
+/// A keep whose run rule admits any next column: sources that cannot apply a rule without
+/// reading the cells (these) keep just the one cell, as with `Keep`.
+const KEEP_ANY_RUN: Take = Take::KeepRun(RunRule {
+    read_point: u64::MAX,
+    min_ts: i64::MIN,
+    max_ts: i64::MAX,
+});
+
 fn step_strategy() -> impl Strategy<Value = Step> {
     prop_oneof![
         2 => Just(Step::Next),
@@ -63,7 +71,7 @@ fn step_strategy() -> impl Strategy<Value = Step> {
         1 => key_strategy().prop_map(Step::Seek),
         2 => key_strategy().prop_map(Step::Reseek),
         2 => prop::collection::vec(
-            prop::sample::select(vec![Take::Keep, Take::Keep, Take::Pass, Take::Stop]),
+            prop::sample::select(vec![Take::Keep, KEEP_ANY_RUN, Take::Pass, Take::Stop]),
             1..6,
         )
         .prop_map(Step::TakeRow),
@@ -154,7 +162,7 @@ proptest! {
                         let take = decisions[shown.len() % decisions.len()];
                         shown.push(cell.clone());
                         match take {
-                            Take::Keep => wanted.push(cell.clone()),
+                            Take::Keep | Take::KeepRun(_) => wanted.push(cell.clone()),
                             Take::Pass => {}
                             Take::Stop => break,
                         }

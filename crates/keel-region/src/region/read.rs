@@ -60,8 +60,9 @@ impl Region {
                 // it keeps needs none of the column checks below.
                 let mut run = PlainRun::default();
                 let taken = merge.take_row(&row, &mut out, &mut |cell, kept| {
+                    run.absorb(&mut skip, kept);
                     if run.keeps(&matcher, &mut skip, cell, kept) {
-                        return Take::Keep;
+                        return run.keep(&matcher, kept);
                     }
                     run.close(&mut matcher, kept);
                     if finished || column_step(query, name, cell.qualifier()) != ColumnStep::Read {
@@ -76,8 +77,13 @@ impl Region {
                         skip.column_done(cell, admitted);
                     }
                     run.decided(admitted, &matcher);
-                    if admitted { Take::Keep } else { Take::Pass }
+                    if admitted {
+                        run.keep(&matcher, kept)
+                    } else {
+                        Take::Pass
+                    }
                 });
+                run.absorb(&mut skip, &out);
                 run.close(&mut matcher, &out);
                 taken?;
                 if finished {
