@@ -251,7 +251,8 @@ impl PlainRun {
     }
 
     /// Ends the run: the matcher catches up with its last cell, the end of `kept`. Called
-    /// before the matcher decides any other cell, and when a row's take returns.
+    /// before the matcher decides any other cell, and when a row's take returns with more of
+    /// the row to read, or fails.
     #[inline]
     pub(crate) fn close(&mut self, matcher: &mut Matcher<'_>, kept: &[Cell]) {
         self.open = false;
