@@ -10,11 +10,12 @@ pub enum Take {
     Keep,
     /// [`Take::Keep`], and the reader would keep each following cell of the row that
     /// continues the run ([`RunRule::continues`]) without deciding it: a source that can tell
-    /// so without reading the cells' bytes (a flat memstore segment records which cells are
-    /// the next column of the cell before them) moves them into the results unasked, and
-    /// shows the reader the first cell that does not continue. Any other source treats it as
-    /// `Keep`. The reader learns of the cells kept so from the results having grown by more
-    /// than the one it kept.
+    /// so for less than asking (a flat memstore segment records which cells are the next
+    /// column of the cell before them and reads none of their bytes; a store file tests the
+    /// cells it decodes anyway) moves them into the results unasked, and shows the reader the
+    /// first cell that does not continue. Any other source treats it as `Keep`. The reader
+    /// learns of the cells kept so from the results having grown by more than the one it
+    /// kept.
     KeepRun(RunRule),
     /// Drop the cell and go on with the row.
     Pass,

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use keel_cell::{Cell, CellKey};
+use keel_cell::{Cell, CellKey, RunRule};
 use keel_fs::{FileSystem, StdFs};
 use keel_storefile::{
     BlockKey, BlockSource, BloomType, Compression, DirectSource, Encoding, KeyValueScanner,
@@ -486,6 +486,70 @@ proptest! {
             .flat_map(|row| cells.iter().filter(move |c| c.row() == row).cloned())
             .collect();
         prop_assert_eq!(reversed, expected);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// A reader keeping runs (`Take::KeepRun`) by a random rule, deciding every other cell at
+    /// random: the store file keeps each cell that continues an open run without showing it
+    /// to the reader, within a block and across blocks, and keeps exactly what the reader
+    /// would have kept had it been shown every cell.
+    #[test]
+    fn runs_kept_unasked_match_the_oracle(
+        cells in prop::collection::vec(cell_strategy(), 1..300),
+        options in options_strategy(),
+        read_point in 0u64..5,
+        min_ts in 0i64..4,
+        span in 0i64..6,
+        choices in prop::collection::vec(0u8..3, 300),
+    ) {
+        let cells = sorted(cells);
+        let rule = RunRule { read_point, min_ts, max_ts: min_ts + span };
+        // The reader's decision for a cell no open run continues, by its place in `cells`.
+        let choice = |cell: &Cell| {
+            let at = cells.binary_search_by(|c| c.key().cmp(cell.key())).expect("a written cell");
+            match choices[at] {
+                0 => Take::Keep,
+                1 => Take::KeepRun(rule),
+                _ => Take::Pass,
+            }
+        };
+        let dir = tempfile::tempdir().expect("test setup");
+        let reader = write(dir.path(), "runs", &cells, options);
+        let mut s = reader.scanner();
+        s.seek(&CellKey::first_on_row(Bytes::new())).expect("test setup");
+        while let Some(first) = s.peek() {
+            let row = first.row_bytes();
+            // The oracle: the reader shown every cell of the row.
+            let (mut wanted, mut open) = (Vec::<Cell>::new(), false);
+            for cell in cells.iter().filter(|c| c.row() == row) {
+                if open && rule.continues(cell, wanted.last().expect("a run's cell")) {
+                    wanted.push(cell.clone());
+                    continue;
+                }
+                let take = choice(cell);
+                open = matches!(take, Take::KeepRun(_));
+                if take != Take::Pass {
+                    wanted.push(cell.clone());
+                }
+            }
+            let (mut taken, mut open, mut shown_in_run) = (Vec::new(), false, 0);
+            s.take_row(&row, &mut taken, &mut |cell, kept| {
+                if open && rule.continues(cell, kept.last().expect("a run's cell")) {
+                    shown_in_run += 1;
+                    return Take::KeepRun(rule);
+                }
+                let take = choice(cell);
+                open = matches!(take, Take::KeepRun(_));
+                take
+            })
+            .expect("test setup");
+            prop_assert_eq!(&taken, &wanted);
+            prop_assert_eq!(shown_in_run, 0, "a cell the open run continues was shown");
+            prop_assert!(s.peek().is_none_or(|c| c.row() != row), "the row taken whole");
+        }
     }
 }
 
