@@ -265,6 +265,32 @@ fn lock_rows_sorts_dedups_and_releases_everything_on_failure() {
 }
 
 #[test]
+fn the_wait_bounds_a_lock_rows_call_as_a_whole() {
+    // "a" is released 600 ms in, "b" never: the call waits 600 ms for "a", then for "b" only
+    // what is left of its 700 ms. A bound per row would wait 700 ms more for "b".
+    let locks = locks_with_wait(Duration::from_millis(700));
+    let a = locks.lock_row(row("a"), LockMode::Exclusive, None).unwrap();
+    let b = locks.lock_row(row("b"), LockMode::Exclusive, None).unwrap();
+    let start = Instant::now();
+    thread::scope(|scope| {
+        scope.spawn(|| {
+            wait_for_queue(&locks, 1);
+            thread::sleep(Duration::from_millis(600));
+            drop(a);
+        });
+        let err = locks
+            .lock_rows(["a", "b"].map(row), LockMode::Exclusive, None)
+            .unwrap_err();
+        assert!(matches!(&err, RowLockError::Timeout { row, .. } if row == "\"b\""));
+    });
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_millis(700), "{waited:?}");
+    assert!(waited < Duration::from_millis(1_250), "{waited:?}");
+    drop(b);
+    assert_eq!(locks.stats().rows, 0);
+}
+
+#[test]
 fn huge_wait_is_treated_as_forever() {
     let locks = RowLocks::new(RowLockOptions {
         wait: Duration::MAX,
