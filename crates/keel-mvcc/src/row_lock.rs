@@ -398,7 +398,7 @@ impl RowLocks {
 
 /// The bound on one call's waits: the caller's deadline or [`RowLockOptions::wait`], whichever
 /// comes first, counted from the first time the call has to wait (a lock nobody holds reads no
-/// clock, which was a fifth of an uncontended lock and release) and shared by every row of a
+/// clock, which was a third of an uncontended lock and release) and shared by every row of a
 /// [`RowLocks::lock_rows`] call, which it bounds as a whole.
 struct WaitBound {
     caller: Option<Instant>,
