@@ -42,6 +42,10 @@ pub struct RegionScanner {
     /// the filter may change it.
     filter_transforms: bool,
     ready: VecDeque<Vec<Cell>>,
+    /// The row being read: its cells alone, as the sources' `take_row` sees them. Handed to
+    /// the caller by [`RegionScanner::next_into`] (swapped with an empty buffer of the
+    /// caller's, so a caller that reuses one buffer reads a scan without allocating).
+    cells: Vec<Cell>,
     rows: usize,
     done: bool,
     /// Cells taken from the merge (what the scan read, whatever it returned).
@@ -354,6 +358,7 @@ impl RegionScanner {
             filter,
             one_family,
             ready: VecDeque::new(),
+            cells: Vec::new(),
             rows: 0,
             done: false,
             cells_read: 0,
@@ -416,13 +421,22 @@ impl RegionScanner {
     /// Where no filter looks at the row's cells, the row is taken in one call
     /// ([`KeyValueScanner::take_row`]), deciding each cell on the matcher alone; the loop
     /// below handles only the cells that call stops at (those due a seek).
-    fn read_row(&mut self, row: &Bytes) -> Result<Vec<Cell>, RegionError> {
-        let mut out: Vec<Cell> = Vec::with_capacity(self.row_hint);
+    fn read_row(&mut self, row: &Bytes) -> Result<(), RegionError> {
+        let mut out = std::mem::take(&mut self.cells);
+        out.clear();
+        out.reserve(self.row_hint);
+        let read = self.read_row_into(row, &mut out);
+        self.cells = out;
+        read
+    }
+
+    /// [`RegionScanner::read_row`]'s reading, into `out` (empty).
+    fn read_row_into(&mut self, row: &Bytes, out: &mut Vec<Cell>) -> Result<(), RegionError> {
         self.draining = None;
         let unfiltered = self.filter.is_none() || self.row_passes;
         loop {
             if unfiltered && self.draining.is_none() {
-                self.take_unfiltered(row, &mut out)?;
+                self.take_unfiltered(row, out)?;
             }
             let Some(cell) = self.merge.peek() else {
                 break;
@@ -476,7 +490,7 @@ impl RegionScanner {
                 continue;
             }
             let Some(filter) = self.filter.as_mut().filter(|_| !self.row_passes) else {
-                self.merge.next_into(&mut out)?;
+                self.merge.next_into(out)?;
                 continue;
             };
             if filter.filter_all_remaining() {
@@ -538,7 +552,7 @@ impl RegionScanner {
                 }
             }
             if code.includes() {
-                self.merge.next_into(&mut out)?;
+                self.merge.next_into(out)?;
                 if self.filter_transforms {
                     let filter = self.filter.as_ref().expect("checked above");
                     if let Some(kept) = out.pop() {
@@ -565,7 +579,7 @@ impl RegionScanner {
             }
         }
         self.row_hint = out.len().min(1024) + 1;
-        Ok(out)
+        Ok(())
     }
 
     /// The row's cells in one call until one is due a seek: the column skip's, or a column
@@ -647,35 +661,37 @@ impl RegionScanner {
         Ok(())
     }
 
-    /// The next non-empty row that passes the filter, in the scan's order.
-    fn next_row(&mut self) -> Result<Option<Vec<Cell>>, RegionError> {
+    /// Reads the next non-empty row that passes the filter, in the scan's order, into
+    /// `self.cells`; false at the end.
+    fn next_row(&mut self) -> Result<bool, RegionError> {
         loop {
             if self.done {
-                return Ok(None);
+                return Ok(false);
             }
             let Some(row) = self.next_row_key()? else {
-                return Ok(None);
+                return Ok(false);
             };
             if let Some(filter) = self.filter.as_mut() {
                 if filter.filter_all_remaining() {
-                    return Ok(None);
+                    return Ok(false);
                 }
                 if filter.filter_row_key(&row) {
                     filter.reset();
                     if filter.filter_all_remaining() {
-                        return Ok(None);
+                        return Ok(false);
                     }
                     self.leave_row(&row)?;
                     continue;
                 }
                 self.row_passes = !self.filter_transforms && filter.passes_rest_of_row();
             }
-            let mut cells = self.read_row(&row)?;
+            self.read_row(&row)?;
             self.leave_row(&row)?;
+            let cells = &mut self.cells;
             if let Some(filter) = self.filter.as_mut() {
                 if !cells.is_empty() {
                     if self.filter_has_row {
-                        filter.filter_row_cells(&mut cells);
+                        filter.filter_row_cells(cells);
                     }
                     if !cells.is_empty() && filter.filter_row() {
                         cells.clear();
@@ -691,28 +707,58 @@ impl RegionScanner {
                 }
             }
             if !cells.is_empty() {
-                return Ok(Some(cells));
+                return Ok(true);
             }
         }
     }
 
-    fn fill(&mut self) -> Result<(), RegionError> {
-        match self.next_row()? {
-            None => self.done = true,
-            Some(row) => {
-                self.rows += 1;
-                match self.scan.batch {
-                    Some(batch) if batch > 0 => {
-                        self.ready.extend(row.chunks(batch).map(<[Cell]>::to_vec));
-                    }
-                    _ => self.ready.push_back(row),
-                }
-                if self.scan.limit.is_some_and(|limit| self.rows >= limit) {
+    /// Appends the scan's next result to `out` and answers how many cells it has, 0 at the
+    /// end: a row's cells, or with a batch size the next batch of them. Rows come in the
+    /// scan's order as from the iterator, which this is the allocation-free form of: into an
+    /// empty `out` the row is handed over whole (the scanner takes `out`'s buffer to read the
+    /// next row into), so a caller that clears and reuses one buffer allocates nothing per
+    /// row. After an error the scan is over.
+    pub fn next_into(&mut self, out: &mut Vec<Cell>) -> Result<usize, RegionError> {
+        loop {
+            if let Some(batch) = self.ready.pop_front() {
+                let n = batch.len();
+                out.extend(batch);
+                return Ok(n);
+            }
+            if self.done {
+                return Ok(0);
+            }
+            match self.next_row() {
+                Err(e) => {
                     self.done = true;
+                    return Err(e);
+                }
+                Ok(false) => {
+                    self.done = true;
+                    return Ok(0);
+                }
+                Ok(true) => {}
+            }
+            self.rows += 1;
+            if self.scan.limit.is_some_and(|limit| self.rows >= limit) {
+                self.done = true;
+            }
+            match self.scan.batch {
+                Some(batch) if batch > 0 => {
+                    self.ready
+                        .extend(self.cells.chunks(batch).map(<[Cell]>::to_vec));
+                }
+                _ => {
+                    let n = self.cells.len();
+                    if out.is_empty() {
+                        std::mem::swap(out, &mut self.cells);
+                    } else {
+                        out.append(&mut self.cells);
+                    }
+                    return Ok(n);
                 }
             }
         }
-        Ok(())
     }
 }
 
@@ -720,17 +766,11 @@ impl Iterator for RegionScanner {
     type Item = Result<Vec<Cell>, RegionError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(result) = self.ready.pop_front() {
-                return Some(Ok(result));
-            }
-            if self.done {
-                return None;
-            }
-            if let Err(e) = self.fill() {
-                self.done = true;
-                return Some(Err(e));
-            }
+        let mut result = Vec::new();
+        match self.next_into(&mut result) {
+            Ok(0) => None,
+            Ok(_) => Some(Ok(result)),
+            Err(e) => Some(Err(e)),
         }
     }
 }

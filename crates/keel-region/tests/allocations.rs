@@ -114,3 +114,59 @@ fn an_increment_allocates_nineteen_times() {
         "{per_increment} allocations per increment"
     );
 }
+
+#[test]
+fn a_scan_read_into_one_reused_buffer_allocates_nothing_per_row() {
+    let (_turn, _dir, _engine, table) = setup();
+    let put = |i: usize, f: usize| {
+        Cell::put(row(i), "f", format!("field{f}"), 1, vec![b'v'; 100]).expect("cell")
+    };
+    // Rows 0..1000 in a store file, 1000..2000 in the memstore: the scan reads both tiers.
+    for i in 0..2_000 {
+        if i == 1_000 {
+            table.flush().expect("flush");
+        }
+        let cells = (0..10).map(|f| put(i, f)).collect();
+        table.mutate(cells, Durability::SkipWal).expect("write");
+    }
+    let scan_of = |start: usize, rows: usize| keel_region::Scan {
+        start_row: row(start),
+        limit: Some(rows),
+        ..keel_region::Scan::all(i64::MAX / 2)
+    };
+    let mut buffer = Vec::new();
+    // The allocations of a scan of `rows` rows from `start`, read into `buffer`, and its cells.
+    let mut scan_into = |start: usize, rows: usize| {
+        let before = allocations();
+        let mut scanner = table.scanner(&scan_of(start, rows)).expect("scanner");
+        let mut cells = 0;
+        loop {
+            buffer.clear();
+            match scanner.next_into(&mut buffer).expect("next") {
+                0 => break,
+                n => cells += n,
+            }
+        }
+        drop(scanner);
+        (allocations() - before, cells)
+    };
+    // Warm: every block cached.
+    assert_eq!(scan_into(0, 2_000).1, 20_000);
+    for start in [0, 1_500] {
+        let (short, short_cells) = scan_into(start, 20);
+        let (long, long_cells) = scan_into(start, 400);
+        assert_eq!((short_cells, long_cells), (200, 4_000));
+        // 380 rows more, and (beyond the few the engine's own threads may make meanwhile) not
+        // one allocation more: the row's cells go back and forth between the caller's buffer
+        // and the scanner's.
+        assert!(
+            long <= short + 5,
+            "from row {start}: {short} allocations for 20 rows, {long} for 400"
+        );
+    }
+    // The iterator hands each row over in a vector of its own.
+    let before = allocations();
+    let rows = table.scanner(&scan_of(0, 400)).expect("scanner").count();
+    assert_eq!(rows, 400);
+    assert!(allocations() - before >= 400);
+}

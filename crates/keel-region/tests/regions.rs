@@ -2,9 +2,10 @@
 //! cells, whole rows, and batches spanning regions), flushes and restarts, on tables pre-split
 //! at random keys; after each step, gets route to the right region and scans — forward and
 //! reversed, with start and stop rows, limits, batches and filters — cross region boundaries in
-//! order, exactly as the oracle says. Splits (at a row, between writes), merges of adjacent
-//! regions and compactions happen among the steps; the regions must stay contiguous. (A scan
-//! running through splits is tested in `tests/split.rs`.)
+//! order, exactly as the oracle says, through the iterator and through `next_into`. Splits (at
+//! a row, between writes), merges of adjacent regions and compactions happen among the steps;
+//! the regions must stay contiguous. (A scan running through splits is tested in
+//! `tests/split.rs`.)
 
 use std::collections::BTreeMap;
 
@@ -270,8 +271,42 @@ proptest! {
                 filter: case.prefix_filter.clone().map(Filter::Prefix),
                 ..Scan::all(NOW)
             };
+            let want = expected(&oracle, case);
             let got = shown(t.scan(&scan).expect("scan"));
-            prop_assert_eq!(got, expected(&oracle, case), "{:?} over {:?}", case, splits);
+            prop_assert_eq!(got, want.clone(), "{:?} over {:?}", case, splits);
+            // The same scan through `next_into`: into one buffer cleared before each result
+            // (each handed over whole), and appended to one list cut where the counts say.
+            let mut scanner = t.scanner(&scan).expect("scanner");
+            let (mut buffer, mut reused) = (Vec::new(), Vec::new());
+            loop {
+                buffer.clear();
+                let n = scanner.next_into(&mut buffer).expect("next_into");
+                prop_assert_eq!(n, buffer.len());
+                if n == 0 {
+                    break;
+                }
+                reused.push(buffer.clone());
+            }
+            prop_assert_eq!(shown(reused), want.clone(), "reused buffer, {:?}", case);
+            let mut scanner = t.scanner(&scan).expect("scanner");
+            let (mut all, mut counts) = (Vec::new(), Vec::new());
+            loop {
+                match scanner.next_into(&mut all).expect("next_into") {
+                    0 => break,
+                    n => counts.push(n),
+                }
+            }
+            prop_assert_eq!(counts.iter().sum::<usize>(), all.len());
+            let mut rest = &all[..];
+            let appended: Vec<Vec<Cell>> = counts
+                .iter()
+                .map(|&n| {
+                    let (result, after) = rest.split_at(n);
+                    rest = after;
+                    result.to_vec()
+                })
+                .collect();
+            prop_assert_eq!(shown(appended), want, "appended, {:?}", case);
         }
     }
 }

@@ -959,21 +959,24 @@ impl Handler {
         let mut failure = None;
         // The client's row count, and HBase's byte bound on one answer (at least one row).
         let mut size = 0u64;
+        // One buffer for every row of the answer: each is converted, then cleared.
+        let mut cells = Vec::new();
         for _ in 0..rows.max(1) {
             if size >= self.options.max_result_size {
                 break;
             }
-            match lent.scanner.next() {
-                Some(Ok(cells)) => {
+            cells.clear();
+            match lent.scanner.next_into(&mut cells) {
+                Ok(0) => break,
+                Ok(_) => {
                     size += result_size(&cells);
                     let row = cells.first().map(|c| c.row_bytes()).unwrap_or_default();
                     out.push(row_result(row, &cells, lent.sort_columns));
                 }
-                Some(Err(e)) => {
+                Err(e) => {
                     failure = Some(from_region(e));
                     break;
                 }
-                None => break,
             }
         }
         self.scanners.give_back(id, lent);

@@ -469,6 +469,36 @@ impl TableScanner {
         self.cells_read + self.current.as_ref().map_or(0, RegionScanner::cells_read)
     }
 
+    /// Appends the scan's next result (a row, or a batch of one) to `out` and answers how many
+    /// cells it has, 0 at the end: [`RegionScanner::next_into`] across the table's regions,
+    /// the allocation-free form of the iterator for a caller that clears and reuses `out`.
+    /// After an error the scan is over.
+    pub fn next_into(&mut self, out: &mut Vec<Cell>) -> Result<usize, RegionError> {
+        loop {
+            if self.done {
+                return Ok(0);
+            }
+            let Some(current) = self.current.as_mut() else {
+                self.done = true;
+                return Ok(0);
+            };
+            // Each region's scanner stops at the rows still allowed; past its last, the next
+            // region (if the limit leaves any).
+            let read = match current.next_into(out) {
+                Ok(0) => match self.open_next() {
+                    Ok(true) => continue,
+                    Ok(false) => Ok(0),
+                    Err(e) => Err(e),
+                },
+                read => read,
+            };
+            if !matches!(read, Ok(n) if n > 0) {
+                self.done = true;
+            }
+            return read;
+        }
+    }
+
     /// The next region to read, in the table as it is now: the one after the boundary, if the
     /// scan's range reaches it.
     fn next_region(&self, regions: &TableRegions) -> Option<(RegionEntry, Arc<Region>)> {
@@ -558,30 +588,11 @@ impl Iterator for TableScanner {
     type Item = Result<Vec<Cell>, RegionError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if self.done {
-                return None;
-            }
-            let Some(current) = self.current.as_mut() else {
-                self.done = true;
-                return None;
-            };
-            // Each region's scanner stops at the rows still allowed; past its last, the next
-            // region (if the limit leaves any).
-            match current.next() {
-                Some(result) => return Some(result),
-                None => match self.open_next() {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        self.done = true;
-                        return None;
-                    }
-                    Err(e) => {
-                        self.done = true;
-                        return Some(Err(e));
-                    }
-                },
-            }
+        let mut result = Vec::new();
+        match self.next_into(&mut result) {
+            Ok(0) => None,
+            Ok(_) => Some(Ok(result)),
+            Err(e) => Some(Err(e)),
         }
     }
 }
