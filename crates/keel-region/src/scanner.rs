@@ -424,7 +424,13 @@ impl RegionScanner {
     fn read_row(&mut self, row: &Bytes) -> Result<(), RegionError> {
         let mut out = std::mem::take(&mut self.cells);
         out.clear();
-        out.reserve(self.row_hint);
+        if out.capacity() == 0 {
+            // As large as the hint says: `reserve` on an empty vector rounds up to four cells,
+            // twice what a row count's rows take.
+            out = Vec::with_capacity(self.row_hint);
+        } else {
+            out.reserve(self.row_hint);
+        }
         let read = self.read_row_into(row, &mut out);
         self.cells = out;
         read
