@@ -558,7 +558,13 @@ impl RegionScanner {
                 }
             }
             if code.includes() {
-                self.merge.next_into(out)?;
+                // Kept, then sought past in one call: a store file steps over what the seek
+                // passes by cell headers, without decoding the kept cell's successor first (a
+                // row count's second cell, at every row).
+                match seek_to.take() {
+                    Some(target) => self.merge.keep_and_reseek(out, &target)?,
+                    None => self.merge.next_into(out)?,
+                }
                 if self.filter_transforms {
                     let filter = self.filter.as_ref().expect("checked above");
                     if let Some(kept) = out.pop() {

@@ -33,6 +33,20 @@ pub trait KeyValueScanner: Send {
     fn skip(&mut self) -> Result<()> {
         self.next().map(drop)
     }
+    /// [`next_into`](KeyValueScanner::next_into), then [`reseek`](KeyValueScanner::reseek) to
+    /// `key` (after the current cell): a reader that keeps a cell and leaves its row or family
+    /// at once (a row count's `FirstKeyOnlyFilter`). A store file steps from the kept cell
+    /// over the cells the reseek passes by their headers, without decoding the next one only
+    /// to step past it.
+    fn keep_and_reseek(&mut self, out: &mut Vec<Cell>, key: &CellKey) -> Result<()> {
+        self.next_into(out)?;
+        // Exhausted stays exhausted: a merge never reseeks a source it has dropped, and the
+        // default `reseek` of one with no current cell seeks, which may move it back.
+        if self.peek().is_none() {
+            return Ok(());
+        }
+        self.reseek(key)
+    }
     /// Walks the cells of `row` from the current one, showing each to `decide` (with the
     /// results kept so far) and keeping or dropping it as told, until a cell of another row,
     /// the end, or [`Take::Stop`] (that cell is left in place). The loop of
@@ -315,6 +329,15 @@ impl KeyValueScanner for MergeScanner<'_> {
         self.sources[current].skip()?;
         self.settle();
         Ok(())
+    }
+
+    fn keep_and_reseek(&mut self, out: &mut Vec<Cell>, key: &CellKey) -> Result<()> {
+        let Some(current) = self.current else {
+            return Ok(());
+        };
+        self.sources[current].keep_and_reseek(out, key)?;
+        self.settle();
+        self.reseek(key)
     }
 
     /// While another source also holds cells of `row`, cell by cell through the merge; once

@@ -639,6 +639,30 @@ impl KeyValueScanner for StoreFileScanner<'_> {
         Ok(())
     }
 
+    fn keep_and_reseek(&mut self, out: &mut Vec<Cell>, key: &CellKey) -> Result<()> {
+        if !self.started {
+            self.next_into(out)?;
+            return StoreFileScanner::reseek(self, key);
+        }
+        let Some(cell) = self.current.take() else {
+            return Ok(());
+        };
+        // The cells after the kept one that share the scope the reseek leaves (its column,
+        // family or row) are stepped over by their headers, as `advance_to` does after a
+        // decoded cell; the first cell past them is the first decoded.
+        if let Some(scope) = Scope::before(cell.key(), key) {
+            let cells = self.block.cells();
+            let mut pos = self.pos;
+            while let Some(next) = scope.same_at(cells, pos, &cell) {
+                pos = next;
+            }
+            self.pos = pos;
+        }
+        out.push(cell);
+        self.load_next()?;
+        StoreFileScanner::reseek(self, key)
+    }
+
     /// The row's cells straight from the block, each decided where it was decoded: the current
     /// cell (decoded before the call, or as a block's first) in `current`, the rest of the
     /// block's part of the row at the end of `out`, where a kept cell stays (a passed one is

@@ -553,6 +553,73 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// `keep_and_reseek` from a store file and from a merge of it with a memory source: the
+    /// current cell is kept and the scanner stands where `next_into` and then `reseek` would
+    /// leave it, for reseeks past the kept cell's column, family and row (stepped over by
+    /// headers, within a block and across blocks), to keys further on, and to keys at or
+    /// before it.
+    #[test]
+    fn keeps_then_reseeks_match_the_oracle(
+        cells in prop::collection::vec(cell_strategy(), 1..300),
+        in_memory in prop::collection::vec(cell_strategy(), 0..20),
+        options in options_strategy(),
+        steps in prop::collection::vec((0u8..5, seek_key_strategy()), 1..60),
+    ) {
+        let cells = sorted(cells);
+        let dir = tempfile::tempdir().expect("test setup");
+        let reader = write(dir.path(), "keep", &cells, options);
+        // The key a step reseeks to after keeping `current`.
+        let target = |kind: u8, current: &Cell, other: &CellKey| match kind {
+            0 => CellKey::last_on_column(current.row_bytes(), current.family(), current.qualifier()),
+            1 => CellKey::past_family(current.row(), current.family()),
+            2 => CellKey::last_on_row(current.row_bytes()),
+            3 => other.clone(),
+            _ => current.key().clone(),
+        };
+        // The store file alone, against its cells.
+        let mut s = reader.scanner();
+        s.seek(&CellKey::first_on_row(Bytes::new())).expect("test setup");
+        let mut at = 0;
+        for (kind, other) in &steps {
+            let Some(current) = s.peek().cloned() else { break };
+            prop_assert_eq!(Some(&current), cells.get(at));
+            let key = target(*kind, &current, other);
+            let mut out = Vec::new();
+            s.keep_and_reseek(&mut out, &key).expect("test setup");
+            prop_assert_eq!(out, vec![current]);
+            at = (at + 1).max(cells.partition_point(|c| c.key() < &key));
+            prop_assert_eq!(s.peek(), cells.get(at));
+        }
+        // A merge of the file and a memory source, against all their cells.
+        // (Keys of their own: the oracle holds one cell per key.)
+        let memory: Vec<Cell> = sorted(in_memory)
+            .into_iter()
+            .filter(|m| cells.binary_search_by(|c| c.key().cmp(m.key())).is_err())
+            .collect();
+        let all = sorted(cells.iter().chain(&memory).cloned().collect());
+        let sources: Vec<Box<dyn KeyValueScanner>> = vec![
+            Box::new(reader.scanner()),
+            Box::new(VecScanner::new(memory)),
+        ];
+        let mut merge = MergeScanner::new(sources, &CellKey::first_on_row(Bytes::new()))
+            .expect("test setup");
+        let mut at = 0;
+        for (kind, other) in &steps {
+            let Some(current) = merge.peek().cloned() else { break };
+            prop_assert_eq!(Some(&current), all.get(at));
+            let key = target(*kind, &current, other);
+            let mut out = Vec::new();
+            merge.keep_and_reseek(&mut out, &key).expect("test setup");
+            prop_assert_eq!(out, vec![current]);
+            at = (at + 1).max(all.partition_point(|c| c.key() < &key));
+            prop_assert_eq!(merge.peek(), all.get(at));
+        }
+    }
+}
+
 /// The oracle of `seek_before_row`: the first cell of the last row before `row` (of all rows
 /// with `None`).
 fn first_before<'a>(cells: &'a [Cell], row: Option<&[u8]>) -> Option<&'a Cell> {
