@@ -571,28 +571,10 @@ proptest! {
         let cells = sorted(cells);
         let dir = tempfile::tempdir().expect("test setup");
         let reader = write(dir.path(), "keep", &cells, options);
-        // The key a step reseeks to after keeping `current`.
-        let target = |kind: u8, current: &Cell, other: &CellKey| match kind {
-            0 => CellKey::last_on_column(current.row_bytes(), current.family(), current.qualifier()),
-            1 => CellKey::past_family(current.row(), current.family()),
-            2 => CellKey::last_on_row(current.row_bytes()),
-            3 => other.clone(),
-            _ => current.key().clone(),
-        };
         // The store file alone, against its cells.
         let mut s = reader.scanner();
         s.seek(&CellKey::first_on_row(Bytes::new())).expect("test setup");
-        let mut at = 0;
-        for (kind, other) in &steps {
-            let Some(current) = s.peek().cloned() else { break };
-            prop_assert_eq!(Some(&current), cells.get(at));
-            let key = target(*kind, &current, other);
-            let mut out = Vec::new();
-            s.keep_and_reseek(&mut out, &key).expect("test setup");
-            prop_assert_eq!(out, vec![current]);
-            at = (at + 1).max(cells.partition_point(|c| c.key() < &key));
-            prop_assert_eq!(s.peek(), cells.get(at));
-        }
+        keep_and_reseek_steps(&mut s, &cells, &steps)?;
         // A merge of the file and a memory source, against all their cells.
         // (Keys of their own: the oracle holds one cell per key.)
         let memory: Vec<Cell> = sorted(in_memory)
@@ -606,18 +588,41 @@ proptest! {
         ];
         let mut merge = MergeScanner::new(sources, &CellKey::first_on_row(Bytes::new()))
             .expect("test setup");
-        let mut at = 0;
-        for (kind, other) in &steps {
-            let Some(current) = merge.peek().cloned() else { break };
-            prop_assert_eq!(Some(&current), all.get(at));
-            let key = target(*kind, &current, other);
-            let mut out = Vec::new();
-            merge.keep_and_reseek(&mut out, &key).expect("test setup");
-            prop_assert_eq!(out, vec![current]);
-            at = (at + 1).max(all.partition_point(|c| c.key() < &key));
-            prop_assert_eq!(merge.peek(), all.get(at));
-        }
+        keep_and_reseek_steps(&mut merge, &all, &steps)?;
     }
+}
+
+/// `steps` of `keep_and_reseek` on `scanner` (positioned at the first of `cells`), each to a
+/// key chosen by its kind: the end of the kept cell's column (0), past its family (1), past
+/// its row (2), the step's own key (3), the kept cell's key (4). After each, the cell kept and
+/// where the scanner stands must be the oracle's.
+fn keep_and_reseek_steps(
+    scanner: &mut impl KeyValueScanner,
+    cells: &[Cell],
+    steps: &[(u8, CellKey)],
+) -> Result<(), TestCaseError> {
+    let mut at = 0;
+    for (kind, other) in steps {
+        let Some(current) = scanner.peek().cloned() else {
+            break;
+        };
+        prop_assert_eq!(Some(&current), cells.get(at));
+        let key = match kind {
+            0 => {
+                CellKey::last_on_column(current.row_bytes(), current.family(), current.qualifier())
+            }
+            1 => CellKey::past_family(current.row(), current.family()),
+            2 => CellKey::last_on_row(current.row_bytes()),
+            3 => other.clone(),
+            _ => current.key().clone(),
+        };
+        let mut out = Vec::new();
+        scanner.keep_and_reseek(&mut out, &key).expect("test setup");
+        prop_assert_eq!(out, vec![current]);
+        at = (at + 1).max(cells.partition_point(|c| c.key() < &key));
+        prop_assert_eq!(scanner.peek(), cells.get(at));
+    }
+    Ok(())
 }
 
 /// The oracle of `seek_before_row`: the first cell of the last row before `row` (of all rows
