@@ -161,13 +161,20 @@ fn main() {
             } else {
                 &range
             };
+            let started = Instant::now();
             for _ in 0..20_000 {
                 run(&filtered_side.table, scan);
             }
+            println!(
+                "20 000 scans: {:.1} ms",
+                started.elapsed().as_secs_f64() * 1e3
+            );
         } else {
+            let started = Instant::now();
             for _ in 0..40 {
                 run(&filtered_side.table, &count);
             }
+            println!("40 counts: {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
         }
         return;
     }

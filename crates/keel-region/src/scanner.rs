@@ -10,7 +10,9 @@ use keel_cell::{Cell, CellKey, same_bytes};
 use keel_storefile::{KeyValueScanner, MergeScanner, Take};
 
 use crate::error::RegionError;
-use crate::filter::{Active, ReturnCode, is_row_hint};
+use crate::filter::{
+    Active, Hooks, ReturnCode, drops_row, drops_row_key, ends_scan, is_row_hint, reset,
+};
 use crate::matcher::{Matcher, ReadQuery};
 use crate::scan::Scan;
 
@@ -41,6 +43,9 @@ pub struct RegionScanner {
     /// The filter's `transforms`, asked once: a kept cell goes through `transform` only if
     /// the filter may change it.
     filter_transforms: bool,
+    /// The filter's `hooks`, asked once: a call the filter does not hook (a row count's
+    /// filters never end a scan nor look at a row key) is not made, at every row and cell.
+    filter_hooks: Hooks,
     ready: VecDeque<Vec<Cell>>,
     /// The row being read: its cells alone, as the sources' `take_row` sees them. Handed to
     /// the caller by [`RegionScanner::next_into`] (swapped with an empty buffer of the
@@ -355,6 +360,7 @@ impl RegionScanner {
             scan,
             filter_has_row: filter.as_ref().is_some_and(|f| f.has_filter_row()),
             filter_transforms: filter.as_ref().is_some_and(|f| f.transforms()),
+            filter_hooks: filter.as_ref().map_or(Hooks::NONE, |f| f.hooks()),
             filter,
             one_family,
             ready: VecDeque::new(),
@@ -499,7 +505,7 @@ impl RegionScanner {
                 self.merge.next_into(out)?;
                 continue;
             };
-            if filter.filter_all_remaining() {
+            if ends_scan(filter.as_ref(), self.filter_hooks) {
                 self.done = true;
                 break;
             }
@@ -684,12 +690,12 @@ impl RegionScanner {
                 return Ok(false);
             };
             if let Some(filter) = self.filter.as_mut() {
-                if filter.filter_all_remaining() {
+                if ends_scan(filter.as_ref(), self.filter_hooks) {
                     return Ok(false);
                 }
-                if filter.filter_row_key(&row) {
-                    filter.reset();
-                    if filter.filter_all_remaining() {
+                if drops_row_key(filter.as_mut(), self.filter_hooks, &row) {
+                    reset(filter.as_mut(), self.filter_hooks);
+                    if ends_scan(filter.as_ref(), self.filter_hooks) {
                         return Ok(false);
                     }
                     self.leave_row(&row)?;
@@ -705,16 +711,16 @@ impl RegionScanner {
                     if self.filter_has_row {
                         filter.filter_row_cells(cells);
                     }
-                    if !cells.is_empty() && filter.filter_row() {
+                    if !cells.is_empty() && drops_row(filter.as_mut(), self.filter_hooks) {
                         cells.clear();
                     }
                 }
                 // Done before the reset counts too: in HBase the store scanner's matcher sees
                 // `filterAllRemaining` at the next cell, before the row's filters are reset
                 // (ColumnCountGetFilter ends the scan so).
-                let done = filter.filter_all_remaining();
-                filter.reset();
-                if done || filter.filter_all_remaining() {
+                let done = ends_scan(filter.as_ref(), self.filter_hooks);
+                reset(filter.as_mut(), self.filter_hooks);
+                if done || ends_scan(filter.as_ref(), self.filter_hooks) {
                     self.done = true;
                 }
             }

@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashSet};
 use bytes::Bytes;
 use keel_cell::{Cell, CellKey, CellType};
 
-use super::running::Active;
+use super::running::{Active, Hooks};
 use super::{ColumnTest, Comparator, CompareOp, Filter, ReturnCode};
 
 pub(super) fn instantiate(filter: &Filter, reversed: bool) -> Box<dyn Active> {
@@ -125,6 +125,10 @@ impl Active for KeyOnly {
         // (no copy, no reference counted), a length is joined in a new one.
         Cell::from_parts(cell.into_key(), value)
     }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::NONE
+    }
 }
 
 /// `FirstKeyOnlyFilter`: the flag spans the row's families.
@@ -148,6 +152,10 @@ impl Active for FirstKeyOnly {
 
     fn reset(&mut self) {
         self.found = false;
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL | Hooks::RESET
     }
 }
 
@@ -223,6 +231,10 @@ impl Active for Prefix {
         self.drop_row = true;
         self.provide_hint = false;
     }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::ROW_KEY | Hooks::CELL | Hooks::ROW | Hooks::RESET | Hooks::END
+    }
 }
 
 /// Compares the first `len` bytes of `qualifier` with the first `len` of `prefix` (HBase
@@ -261,6 +273,10 @@ impl Active for ColumnPrefix {
 
     fn hint(&self, cell: &Cell) -> Option<CellKey> {
         Some(column_hint(cell, self.prefix.clone()))
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL
     }
 }
 
@@ -310,6 +326,10 @@ impl Active for MultipleColumnPrefix {
             _ => None,
         }
     }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL
+    }
 }
 
 /// `ColumnCountGetFilter`: the count is per row, but the first row with more columns than the
@@ -337,6 +357,10 @@ impl Active for ColumnCountGet {
     fn reset(&mut self) {
         self.count = 0;
     }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL | Hooks::RESET | Hooks::END
+    }
 }
 
 /// `PageFilter`.
@@ -358,6 +382,10 @@ impl Active for Page {
 
     fn filter_all_remaining(&self) -> bool {
         self.accepted >= self.size
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::ROW | Hooks::END
     }
 }
 
@@ -385,6 +413,10 @@ impl Active for ColumnPagination {
 
     fn reset(&mut self) {
         self.count = 0;
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL | Hooks::RESET
     }
 }
 
@@ -421,6 +453,10 @@ impl Active for InclusiveStop {
     fn filter_all_remaining(&self) -> bool {
         self.done
     }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::ROW_KEY | Hooks::CELL | Hooks::END
+    }
 }
 
 /// `TimestampsFilter`.
@@ -456,6 +492,10 @@ impl Active for Timestamps {
         )
         .ok()
     }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL
+    }
 }
 
 /// `RowFilter`.
@@ -489,6 +529,10 @@ impl Active for RowCompare {
     fn reset(&mut self) {
         self.drop_row = false;
     }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::ROW_KEY | Hooks::CELL | Hooks::ROW | Hooks::RESET
+    }
 }
 
 /// `FamilyFilter`: a failing family is skipped for the row.
@@ -505,6 +549,10 @@ impl Active for FamilyCompare {
         } else {
             ReturnCode::Include
         }
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL
     }
 }
 
@@ -523,6 +571,10 @@ impl Active for QualifierCompare {
             ReturnCode::Include
         }
     }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL
+    }
 }
 
 /// `ValueFilter`.
@@ -539,6 +591,10 @@ impl Active for ValueCompare {
         } else {
             ReturnCode::Skip
         }
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL
     }
 }
 
@@ -576,6 +632,10 @@ impl Active for ColumnRange {
 
     fn hint(&self, cell: &Cell) -> Option<CellKey> {
         self.min.clone().map(|min| column_hint(cell, min))
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL
     }
 }
 
@@ -637,6 +697,10 @@ impl Active for SingleColumnValue {
         self.found = false;
         self.matched = false;
     }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL | Hooks::ROW | Hooks::RESET
+    }
 }
 
 /// `DependentColumnFilter`.
@@ -679,6 +743,10 @@ impl Active for DependentColumn {
     fn reset(&mut self) {
         self.stamps.clear();
     }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL | Hooks::ROW | Hooks::RESET
+    }
 }
 
 /// `ColumnValueFilter`.
@@ -710,5 +778,9 @@ impl Active for ColumnValue {
 
     fn reset(&mut self) {
         self.found = false;
+    }
+
+    fn hooks(&self) -> Hooks {
+        Hooks::CELL | Hooks::RESET
     }
 }

@@ -5,7 +5,9 @@ use std::cmp::Ordering;
 
 use keel_cell::{Cell, CellKey};
 
-use super::running::{Active, before_hint, hint_order};
+use super::running::{
+    Active, Hooks, before_hint, drops_row, drops_row_key, ends_scan, hint_order, reset,
+};
 use super::{ListOp, ReturnCode};
 
 use ReturnCode::{
@@ -22,6 +24,10 @@ pub(super) struct List {
     included: Vec<bool>,
     /// The filters that may change a cell (`Active::transforms`, fixed): only they are asked to.
     transformers: Vec<usize>,
+    /// Each filter's `Active::hooks` (fixed): a call a filter does not hook is left out.
+    hooks: Vec<Hooks>,
+    /// The list's own, from its filters'.
+    list_hooks: Hooks,
     /// OR: each filter's last cell and code, to answer for it without asking again while the
     /// scan is still inside the step it asked for (HBASE-17678).
     previous: Vec<Option<(Cell, ReturnCode)>>,
@@ -35,11 +41,14 @@ impl List {
     pub(super) fn new(op: ListOp, filters: Vec<Box<dyn Active>>, reversed: bool) -> List {
         let n = filters.len();
         let transformers = (0..n).filter(|&i| filters[i].transforms()).collect();
+        let hooks: Vec<Hooks> = filters.iter().map(|f| f.hooks()).collect();
         List {
+            list_hooks: list_hooks(op, &hooks),
             op,
             filters,
             included: vec![false; n],
             transformers,
+            hooks,
             previous: vec![None; n],
             hinting: Vec::new(),
             reversed,
@@ -51,10 +60,11 @@ impl List {
         self.hinting.clear();
         self.included.fill(false);
         for (i, filter) in self.filters.iter_mut().enumerate() {
-            if filter.filter_all_remaining() {
+            let hooks = self.hooks[i];
+            if ends_scan(filter.as_ref(), hooks) {
                 return NextRow;
             }
-            let local = filter.filter_cell(cell);
+            let local = cell_code(filter.as_mut(), hooks, cell);
             rc = merge_all(rc, local);
             if local.includes() {
                 self.included[i] = true;
@@ -74,12 +84,12 @@ impl List {
         let mut rc: Option<ReturnCode> = None;
         for i in 0..self.filters.len() {
             self.included[i] = false;
-            if self.filters[i].filter_all_remaining() {
+            if self.ended(i) {
                 continue;
             }
             let local = match self.answer_from_previous(i, cell) {
                 Some(code) => code,
-                None => self.filters[i].filter_cell(cell),
+                None => cell_code(self.filters[i].as_mut(), self.hooks[i], cell),
             };
             self.previous[i] = match local {
                 Include | Skip => None,
@@ -94,6 +104,11 @@ impl List {
             }
         }
         rc.unwrap_or(Skip)
+    }
+
+    /// Whether filter `i` has ended the scan.
+    fn ended(&self, i: usize) -> bool {
+        ends_scan(self.filters[i].as_ref(), self.hooks[i])
     }
 
     /// What filter `i` would say about `cell` given what it said about its previous cell, if
@@ -123,8 +138,8 @@ impl Active for List {
         match self.op {
             ListOp::All => {
                 let mut drop = false;
-                for f in &mut self.filters {
-                    if f.filter_all_remaining() || f.filter_row_key(row) {
+                for (f, &hooks) in self.filters.iter_mut().zip(&self.hooks) {
+                    if ends_scan(f.as_ref(), hooks) || drops_row_key(f.as_mut(), hooks, row) {
                         drop = true;
                     }
                 }
@@ -132,8 +147,8 @@ impl Active for List {
             }
             ListOp::One => {
                 let mut drop = true;
-                for f in &mut self.filters {
-                    if !f.filter_all_remaining() && !f.filter_row_key(row) {
+                for (f, &hooks) in self.filters.iter_mut().zip(&self.hooks) {
+                    if !ends_scan(f.as_ref(), hooks) && !drops_row_key(f.as_mut(), hooks, row) {
                         drop = false;
                     }
                 }
@@ -153,6 +168,14 @@ impl Active for List {
     }
 
     fn transform(&self, cell: Cell) -> Cell {
+        if let [only] = self.transformers[..] {
+            // The common list (a row count's): one filter that changes cells, called directly.
+            return if self.included[only] {
+                self.filters[only].transform(cell)
+            } else {
+                cell
+            };
+        }
         self.transformers
             .iter()
             .filter(|&&i| self.included[i])
@@ -181,8 +204,10 @@ impl Active for List {
     }
 
     fn filter_row_cells(&mut self, cells: &mut Vec<Cell>) {
-        for f in &mut self.filters {
-            f.filter_row_cells(cells);
+        for (f, hooks) in self.filters.iter_mut().zip(&self.hooks) {
+            if hooks.has(Hooks::ROW) {
+                f.filter_row_cells(cells);
+            }
         }
     }
 
@@ -190,20 +215,25 @@ impl Active for List {
         if self.filters.is_empty() {
             return false;
         }
+        let mut filters = self.filters.iter_mut().zip(&self.hooks);
         match self.op {
-            ListOp::All => self.filters.iter_mut().any(|f| f.filter_row()),
-            ListOp::One => self.filters.iter_mut().all(|f| f.filter_row()),
+            ListOp::All => filters.any(|(f, &hooks)| drops_row(f.as_mut(), hooks)),
+            ListOp::One => filters.all(|(f, &hooks)| drops_row(f.as_mut(), hooks)),
         }
     }
 
     fn filter_all_remaining(&self) -> bool {
-        if self.filters.is_empty() {
+        if !self.list_hooks.has(Hooks::END) {
             return false;
         }
         match self.op {
-            ListOp::All => self.filters.iter().any(|f| f.filter_all_remaining()),
-            ListOp::One => self.filters.iter().all(|f| f.filter_all_remaining()),
+            ListOp::All => (0..self.filters.len()).any(|i| self.ended(i)),
+            ListOp::One => (0..self.filters.len()).all(|i| self.ended(i)),
         }
+    }
+
+    fn hooks(&self) -> Hooks {
+        self.list_hooks
     }
 
     fn hint(&self, cell: &Cell) -> Option<CellKey> {
@@ -212,14 +242,14 @@ impl Active for List {
             ListOp::All => self
                 .hinting
                 .iter()
-                .filter(|&&i| !self.filters[i].filter_all_remaining())
+                .filter(|&&i| !self.ended(i))
                 .filter_map(|&i| self.filters[i].hint(cell))
                 .max_by(|a, b| hint_order(a, b, self.reversed)),
             // The nearest; none if any filter still running has none.
             ListOp::One => {
                 let mut nearest: Option<CellKey> = None;
-                for f in self.filters.iter().filter(|f| !f.filter_all_remaining()) {
-                    let hint = f.hint(cell)?;
+                for i in (0..self.filters.len()).filter(|&i| !self.ended(i)) {
+                    let hint = self.filters[i].hint(cell)?;
                     if nearest
                         .as_ref()
                         .is_none_or(|n| hint_order(&hint, n, self.reversed) == Ordering::Less)
@@ -233,13 +263,57 @@ impl Active for List {
     }
 
     fn reset(&mut self) {
-        for f in &mut self.filters {
-            f.reset();
+        for (f, &hooks) in self.filters.iter_mut().zip(&self.hooks) {
+            reset(f.as_mut(), hooks);
         }
-        self.included.fill(false);
-        self.previous.fill(None);
-        self.hinting.clear();
+        // `included` and `hinting` are rewritten by the next `filter_cell` before they are
+        // read; only OR's previous answers outlive it.
+        if self.op == ListOp::One {
+            self.previous.fill(None);
+        }
     }
+}
+
+/// A list's hooks from its filters': a call is hooked if a filter hooks it, or if its
+/// answer depends on whether a filter has ended (an ended filter drops a row key and a cell
+/// in AND, and is left out in OR); OR always resets (its filters' previous answers).
+fn list_hooks(op: ListOp, hooks: &[Hooks]) -> Hooks {
+    if hooks.is_empty() {
+        return Hooks::NONE;
+    }
+    let any = |h: Hooks| hooks.iter().any(|f| f.has(h));
+    let mut list = Hooks::NONE;
+    for (hook, needed) in [
+        (Hooks::ROW_KEY, any(Hooks::ROW_KEY) || any(Hooks::END)),
+        (Hooks::CELL, any(Hooks::CELL) || any(Hooks::END)),
+        (Hooks::ROW, any(Hooks::ROW)),
+        (Hooks::RESET, any(Hooks::RESET) || op == ListOp::One),
+        (
+            Hooks::END,
+            match op {
+                ListOp::All => any(Hooks::END),
+                ListOp::One => hooks.iter().all(|f| f.has(Hooks::END)),
+            },
+        ),
+    ] {
+        if needed {
+            list = list | hook;
+        }
+    }
+    list
+}
+
+/// `filter.filter_cell(cell)`, asked only of a filter that hooks it (`Include` otherwise).
+fn cell_code(filter: &mut dyn Active, hooks: Hooks, cell: &Cell) -> ReturnCode {
+    if hooks.has(Hooks::CELL) {
+        return filter.filter_cell(cell);
+    }
+    debug_assert_eq!(
+        filter.filter_cell(cell),
+        Include,
+        "a filter answered a cell without hooking the call: {filter:?}"
+    );
+    Include
 }
 
 /// `FilterListWithAND.mergeReturnCode`: the larger step.
@@ -392,7 +466,61 @@ impl Active for WhileMatch {
         self.done || self.inner.filter_all_remaining()
     }
 
+    fn hooks(&self) -> Hooks {
+        Hooks::ALL
+    }
+
     fn reset(&mut self) {
         self.inner.reset();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Filter, ListOp};
+    use super::Hooks;
+
+    fn hooks(filter: &Filter) -> Hooks {
+        filter.instantiate(false).hooks()
+    }
+
+    #[test]
+    fn a_row_count_hooks_only_the_cell_and_the_reset() {
+        let count = Filter::parse(b"FirstKeyOnlyFilter() AND KeyOnlyFilter()").expect("parse");
+        assert_eq!(hooks(&count), Hooks::CELL | Hooks::RESET);
+        assert_eq!(hooks(&Filter::List(ListOp::All, vec![])), Hooks::NONE);
+    }
+
+    #[test]
+    fn a_list_hooks_what_its_filters_hook_and_or_always_resets() {
+        let page_and_key = Filter::all(vec![
+            Filter::Page(3),
+            Filter::KeyOnly {
+                len_as_value: false,
+            },
+        ]);
+        // An ended filter drops row keys and cells in AND: those calls are hooked too.
+        assert_eq!(
+            hooks(&page_and_key),
+            Hooks::ROW_KEY | Hooks::CELL | Hooks::ROW | Hooks::END
+        );
+        let page_or_key = Filter::any(vec![
+            Filter::Page(3),
+            Filter::KeyOnly {
+                len_as_value: false,
+            },
+        ]);
+        // OR ends only when every filter may end.
+        assert_eq!(
+            hooks(&page_or_key),
+            Hooks::ROW_KEY | Hooks::CELL | Hooks::ROW | Hooks::RESET
+        );
+        let pages = Filter::any(vec![Filter::Page(3), Filter::Page(4)]);
+        assert!(hooks(&pages).has(Hooks::END));
+        // Wrappers hook every call.
+        let skip = Filter::Skip(Box::new(Filter::KeyOnly {
+            len_as_value: false,
+        }));
+        assert_eq!(hooks(&skip), Hooks::ALL);
     }
 }

@@ -28,7 +28,7 @@ mod running;
 use bytes::Bytes;
 
 pub use compare::{Comparator, CompareOp, Regex};
-pub(crate) use running::{Active, is_row_hint};
+pub(crate) use running::{Active, Hooks, drops_row, drops_row_key, ends_scan, is_row_hint, reset};
 
 /// What a filter says about one cell (HBase `Filter.ReturnCode`), from the smallest step to
 /// the largest.

@@ -69,6 +69,15 @@ pub(crate) trait Active: Send + std::fmt::Debug {
         false
     }
 
+    /// Which of the calls above this filter answers otherwise than `FilterBase` does: fixed
+    /// for its life, asked once. A list or scanner leaves out the calls a filter does not
+    /// hook (a row count's two filters hook one call of five between them, and a list asked
+    /// each of them each call, per row); debug builds make them anyway and check the default
+    /// answer. The default, every hook, is always right.
+    fn hooks(&self) -> Hooks {
+        Hooks::ALL
+    }
+
     /// Where to continue after a `SeekNextUsingHint` for `cell`: a key in `cell`'s row (a
     /// column), or a row-level key (`CellKey::first_on_row`): forward, that row; reversed, the
     /// rows before it (see [`hint_order`]).
@@ -78,6 +87,89 @@ pub(crate) trait Active: Send + std::fmt::Debug {
 
     /// Forgets the row (called between rows).
     fn reset(&mut self) {}
+}
+
+/// The per-row and per-cell calls of [`Active`] a filter answers itself ([`Active::hooks`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hooks(u8);
+
+impl Hooks {
+    /// None: every call answered as `FilterBase` does.
+    pub(crate) const NONE: Hooks = Hooks(0);
+    /// `filter_row_key` may drop a row or note it.
+    pub(crate) const ROW_KEY: Hooks = Hooks(1);
+    /// `filter_cell` may answer other than `Include`, or note the cell.
+    pub(crate) const CELL: Hooks = Hooks(1 << 1);
+    /// `filter_row_cells` may edit a row, or `filter_row` drop it or note it.
+    pub(crate) const ROW: Hooks = Hooks(1 << 2);
+    /// `reset` forgets something.
+    pub(crate) const RESET: Hooks = Hooks(1 << 3);
+    /// `filter_all_remaining` may answer true.
+    pub(crate) const END: Hooks = Hooks(1 << 4);
+    /// Every call.
+    pub(crate) const ALL: Hooks = Hooks((1 << 5) - 1);
+
+    /// Whether every hook of `other` is in `self`.
+    #[inline]
+    pub(crate) fn has(self, other: Hooks) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for Hooks {
+    type Output = Hooks;
+
+    fn bitor(self, other: Hooks) -> Hooks {
+        Hooks(self.0 | other.0)
+    }
+}
+
+/// `filter.filter_all_remaining()`, asked only of a filter that hooks it (`hooks`, the
+/// filter's [`Active::hooks`] asked once); debug builds ask anyway and check.
+#[inline]
+pub(crate) fn ends_scan(filter: &dyn Active, hooks: Hooks) -> bool {
+    if hooks.has(Hooks::END) {
+        return filter.filter_all_remaining();
+    }
+    debug_assert!(
+        !filter.filter_all_remaining(),
+        "a filter ended the scan without hooking the call: {filter:?}"
+    );
+    false
+}
+
+/// `filter.filter_row_key(row)`, called only on a filter that hooks it.
+#[inline]
+pub(crate) fn drops_row_key(filter: &mut dyn Active, hooks: Hooks, row: &[u8]) -> bool {
+    if hooks.has(Hooks::ROW_KEY) {
+        return filter.filter_row_key(row);
+    }
+    debug_assert!(
+        !filter.filter_row_key(row),
+        "a filter dropped a row key without hooking the call: {filter:?}"
+    );
+    false
+}
+
+/// `filter.filter_row()`, called only on a filter that hooks it.
+#[inline]
+pub(crate) fn drops_row(filter: &mut dyn Active, hooks: Hooks) -> bool {
+    if hooks.has(Hooks::ROW) {
+        return filter.filter_row();
+    }
+    debug_assert!(
+        !filter.filter_row(),
+        "a filter dropped a row without hooking the call: {filter:?}"
+    );
+    false
+}
+
+/// `filter.reset()`, called only on a filter that hooks it.
+#[inline]
+pub(crate) fn reset(filter: &mut dyn Active, hooks: Hooks) {
+    if hooks.has(Hooks::RESET) {
+        filter.reset();
+    }
 }
 
 /// Whether a hint is row-level (it names a row, not a position in one).
