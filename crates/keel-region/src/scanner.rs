@@ -523,6 +523,8 @@ impl RegionScanner {
             // passed over, and only after that does the scan seek (to a key after it).
             let mut seek_to: Option<CellKey> = None;
             let mut seek_hint: Option<CellKey> = None;
+            // A kept cell whose row the scan then leaves, with one family in the merge.
+            let mut keep_and_leave_row = false;
             let next_col = match code {
                 ReturnCode::Include | ReturnCode::Skip => column_done,
                 ReturnCode::IncludeAndNextCol | ReturnCode::NextCol => true,
@@ -533,11 +535,18 @@ impl RegionScanner {
                     // were two allocations and a count on the cell's block, per row of a count).
                     // With one family in the merge, the end of the row is the same place
                     // and needs no key of its own (the row is the cell's, counted).
-                    seek_to = Some(if self.one_family {
-                        CellKey::last_on_row(cell.row_bytes())
+                    // A kept cell leaves the row through `keep_and_leave_row`, which builds
+                    // the key only when the row goes on (a row count's every row otherwise
+                    // built one, and a store file checked it).
+                    if self.one_family && code.includes() {
+                        keep_and_leave_row = true;
                     } else {
-                        CellKey::past_family(cell.row(), cell.family())
-                    });
+                        seek_to = Some(if self.one_family {
+                            CellKey::last_on_row(cell.row_bytes())
+                        } else {
+                            CellKey::past_family(cell.row(), cell.family())
+                        });
+                    }
                     false
                 }
                 ReturnCode::SeekNextUsingHint => match filter.hint(cell) {
@@ -569,6 +578,7 @@ impl RegionScanner {
                 // row count's second cell, at every row).
                 match seek_to.take() {
                     Some(target) => self.merge.keep_and_reseek(out, &target)?,
+                    None if keep_and_leave_row => self.merge.keep_and_leave_row(out)?,
                     None => self.merge.next_into(out)?,
                 }
                 if self.filter_transforms {

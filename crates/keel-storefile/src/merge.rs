@@ -47,6 +47,18 @@ pub trait KeyValueScanner: Send {
         }
         self.reseek(key)
     }
+    /// [`keep_and_reseek`](KeyValueScanner::keep_and_reseek) to the end of the kept cell's row
+    /// (`CellKey::last_on_row`): a reader that keeps a cell and leaves its row at once (a row
+    /// count). A store file whose walk over the row's other cells already ended in a later row
+    /// builds no key and checks none, and a merge then reseeks only if another source still
+    /// stands in the row.
+    fn keep_and_leave_row(&mut self, out: &mut Vec<Cell>) -> Result<()> {
+        let Some(cell) = self.peek() else {
+            return Ok(());
+        };
+        let key = CellKey::last_on_row(cell.row_bytes());
+        self.keep_and_reseek(out, &key)
+    }
     /// Walks the cells of `row` from the current one, showing each to `decide` (with the
     /// results kept so far) and keeping or dropping it as told, until a cell of another row,
     /// the end, or [`Take::Stop`] (that cell is left in place). The loop of
@@ -338,6 +350,27 @@ impl KeyValueScanner for MergeScanner<'_> {
         self.sources[current].keep_and_reseek(out, key)?;
         self.settle();
         self.reseek(key)
+    }
+
+    fn keep_and_leave_row(&mut self, out: &mut Vec<Cell>) -> Result<()> {
+        let Some(current) = self.current else {
+            return Ok(());
+        };
+        self.sources[current].keep_and_leave_row(out)?;
+        self.settle();
+        // The source that kept the cell has left its row; the others stand after it in the
+        // merge's order, so only if the first of them is still in the row is there a reseek.
+        let Some(kept) = out.last() else {
+            return Ok(());
+        };
+        if self
+            .peek()
+            .is_some_and(|next| same_bytes(next.row(), kept.row()))
+        {
+            let key = CellKey::last_on_row(kept.row_bytes());
+            return self.reseek(&key);
+        }
+        Ok(())
     }
 
     /// While another source also holds cells of `row`, cell by cell through the merge; once

@@ -663,6 +663,43 @@ impl KeyValueScanner for StoreFileScanner<'_> {
         StoreFileScanner::reseek(self, key)
     }
 
+    /// [`KeyValueScanner::keep_and_reseek`] to the end of the kept cell's row, without the key
+    /// when the walk over the row's other cells ends in a later row (only a row that goes on in
+    /// the next block needs the reseek).
+    fn keep_and_leave_row(&mut self, out: &mut Vec<Cell>) -> Result<()> {
+        if !self.started {
+            // Not yet positioned: the file's first cell is the one kept.
+            let before = out.len();
+            self.next_into(out)?;
+            let Some(kept) = out.get(before) else {
+                return Ok(());
+            };
+            let key = CellKey::last_on_row(kept.row_bytes());
+            return StoreFileScanner::reseek(self, &key);
+        }
+        let Some(cell) = self.current.take() else {
+            return Ok(());
+        };
+        let cells = self.block.cells();
+        let mut pos = self.pos;
+        while let Some(next) = Scope::Row.same_at(cells, pos, &cell) {
+            pos = next;
+        }
+        self.pos = pos;
+        out.push(cell);
+        self.load_next()?;
+        let kept = out.last().expect("pushed above");
+        if self
+            .current
+            .as_ref()
+            .is_some_and(|next| same_bytes(next.row(), kept.row()))
+        {
+            let key = CellKey::last_on_row(kept.row_bytes());
+            return StoreFileScanner::reseek(self, &key);
+        }
+        Ok(())
+    }
+
     /// The row's cells straight from the block, each decided where it was decoded: the current
     /// cell (decoded before the call, or as a block's first) in `current`, the rest of the
     /// block's part of the row at the end of `out`, where a kept cell stays (a passed one is

@@ -566,7 +566,7 @@ proptest! {
         cells in prop::collection::vec(cell_strategy(), 1..300),
         in_memory in prop::collection::vec(cell_strategy(), 0..20),
         options in options_strategy(),
-        steps in prop::collection::vec((0u8..5, seek_key_strategy()), 1..60),
+        steps in prop::collection::vec((0u8..6, seek_key_strategy()), 1..60),
     ) {
         let cells = sorted(cells);
         let dir = tempfile::tempdir().expect("test setup");
@@ -575,6 +575,13 @@ proptest! {
         let mut s = reader.scanner();
         s.seek(&CellKey::first_on_row(Bytes::new())).expect("test setup");
         keep_and_reseek_steps(&mut s, &cells, &steps)?;
+        // Leaving the row from a scanner not yet positioned keeps the file's first cell.
+        let mut fresh = reader.scanner();
+        let mut out = Vec::new();
+        fresh.keep_and_leave_row(&mut out).expect("test setup");
+        prop_assert_eq!(&out[..], &cells[..1]);
+        let past = CellKey::last_on_row(cells[0].row_bytes());
+        prop_assert_eq!(fresh.peek(), cells.iter().find(|c| c.key() > &past));
         // A merge of the file and a memory source, against all their cells.
         // (Keys of their own: the oracle holds one cell per key.)
         let memory: Vec<Cell> = sorted(in_memory)
@@ -594,8 +601,9 @@ proptest! {
 
 /// `steps` of `keep_and_reseek` on `scanner` (positioned at the first of `cells`), each to a
 /// key chosen by its kind: the end of the kept cell's column (0), past its family (1), past
-/// its row (2), the step's own key (3), the kept cell's key (4). After each, the cell kept and
-/// where the scanner stands must be the oracle's.
+/// its row (2), the step's own key (3), the kept cell's key (4); or `keep_and_leave_row` (5),
+/// whose oracle is the reseek past the row. After each, the cell kept and where the scanner
+/// stands must be the oracle's.
 fn keep_and_reseek_steps(
     scanner: &mut impl KeyValueScanner,
     cells: &[Cell],
@@ -612,12 +620,16 @@ fn keep_and_reseek_steps(
                 CellKey::last_on_column(current.row_bytes(), current.family(), current.qualifier())
             }
             1 => CellKey::past_family(current.row(), current.family()),
-            2 => CellKey::last_on_row(current.row_bytes()),
+            2 | 5 => CellKey::last_on_row(current.row_bytes()),
             3 => other.clone(),
             _ => current.key().clone(),
         };
         let mut out = Vec::new();
-        scanner.keep_and_reseek(&mut out, &key).expect("test setup");
+        if *kind == 5 {
+            scanner.keep_and_leave_row(&mut out).expect("test setup");
+        } else {
+            scanner.keep_and_reseek(&mut out, &key).expect("test setup");
+        }
         prop_assert_eq!(out, vec![current]);
         at = (at + 1).max(cells.partition_point(|c| c.key() < &key));
         prop_assert_eq!(scanner.peek(), cells.get(at));
