@@ -493,26 +493,25 @@ mod tests {
 
     #[test]
     fn a_list_hooks_what_its_filters_hook_and_or_always_resets() {
-        let page_and_key = Filter::all(vec![
-            Filter::Page(3),
-            Filter::KeyOnly {
-                len_as_value: false,
-            },
-        ]);
+        let page_with_key_only = |op| {
+            Filter::List(
+                op,
+                vec![
+                    Filter::Page(3),
+                    Filter::KeyOnly {
+                        len_as_value: false,
+                    },
+                ],
+            )
+        };
         // An ended filter drops row keys and cells in AND: those calls are hooked too.
         assert_eq!(
-            hooks(&page_and_key),
+            hooks(&page_with_key_only(ListOp::All)),
             Hooks::ROW_KEY | Hooks::CELL | Hooks::ROW | Hooks::END
         );
-        let page_or_key = Filter::any(vec![
-            Filter::Page(3),
-            Filter::KeyOnly {
-                len_as_value: false,
-            },
-        ]);
         // OR ends only when every filter may end.
         assert_eq!(
-            hooks(&page_or_key),
+            hooks(&page_with_key_only(ListOp::One)),
             Hooks::ROW_KEY | Hooks::CELL | Hooks::ROW | Hooks::RESET
         );
         let pages = Filter::any(vec![Filter::Page(3), Filter::Page(4)]);

@@ -124,44 +124,38 @@ impl std::ops::BitOr for Hooks {
     }
 }
 
-/// `filter.filter_all_remaining()`, asked only of a filter that hooks it (`hooks`, the
-/// filter's [`Active::hooks`] asked once); debug builds ask anyway and check.
+/// `call()`, made only if `hooks` has `hook`; otherwise `FilterBase`'s answer, false (debug
+/// builds make the call anyway and check that it answers so).
 #[inline]
-pub(crate) fn ends_scan(filter: &dyn Active, hooks: Hooks) -> bool {
-    if hooks.has(Hooks::END) {
-        return filter.filter_all_remaining();
+fn hooked(hooks: Hooks, hook: Hooks, call: impl FnOnce() -> bool) -> bool {
+    if hooks.has(hook) {
+        return call();
     }
+    let answered = cfg!(debug_assertions) && call();
     debug_assert!(
-        !filter.filter_all_remaining(),
-        "a filter ended the scan without hooking the call: {filter:?}"
+        !answered,
+        "a filter answered a call it does not hook: {hook:?}"
     );
     false
+}
+
+/// `filter.filter_all_remaining()`, asked only of a filter that hooks it (`hooks`, the
+/// filter's [`Active::hooks`] asked once).
+#[inline]
+pub(crate) fn ends_scan(filter: &dyn Active, hooks: Hooks) -> bool {
+    hooked(hooks, Hooks::END, || filter.filter_all_remaining())
 }
 
 /// `filter.filter_row_key(row)`, called only on a filter that hooks it.
 #[inline]
 pub(crate) fn drops_row_key(filter: &mut dyn Active, hooks: Hooks, row: &[u8]) -> bool {
-    if hooks.has(Hooks::ROW_KEY) {
-        return filter.filter_row_key(row);
-    }
-    debug_assert!(
-        !filter.filter_row_key(row),
-        "a filter dropped a row key without hooking the call: {filter:?}"
-    );
-    false
+    hooked(hooks, Hooks::ROW_KEY, || filter.filter_row_key(row))
 }
 
 /// `filter.filter_row()`, called only on a filter that hooks it.
 #[inline]
 pub(crate) fn drops_row(filter: &mut dyn Active, hooks: Hooks) -> bool {
-    if hooks.has(Hooks::ROW) {
-        return filter.filter_row();
-    }
-    debug_assert!(
-        !filter.filter_row(),
-        "a filter dropped a row without hooking the call: {filter:?}"
-    );
-    false
+    hooked(hooks, Hooks::ROW, || filter.filter_row())
 }
 
 /// `filter.reset()`, called only on a filter that hooks it.
