@@ -6,17 +6,27 @@
 //! walk one miss per cell. An array is searched by halving a dense column of row prefixes and
 //! walked in address order, which the CPU's prefetcher follows on its own.
 
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 
 use bytes::{Bytes, BytesMut};
 use keel_cell::{Cell, CellKey, same_bytes};
 use keel_sync::Mutex;
 
+use crate::chunk::{ChunkPool, Mslab};
 use crate::row_filter::{RowFilter, row_hash};
 use crate::segment::{AnySegment, SegmentSize, row_prefix};
 
 /// One prefix in this many is copied into [`FlatSegment`]'s top index.
 const TOP_EVERY: usize = 64;
+
+/// Where [`FlatSegment::build`] copies the cells it flattens.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Relocation<'a> {
+    /// The pool new chunks come from.
+    pub(crate) pool: &'a ChunkPool,
+    /// Cells larger than this keep their own allocation, as on insert.
+    pub(crate) max_copied_cell: usize,
+}
 
 /// Cells in CellComparator order, never changed once built.
 #[derive(Debug)]
@@ -51,15 +61,38 @@ impl FlatSegment {
     /// Every cell of `inputs` (newest first; on an identical key the newest's), in order, and
     /// their sizes. The inputs are read, not changed: readers keep using them until the caller
     /// swaps this in.
-    pub(crate) fn build(id: u64, inputs: &[AnySegment]) -> (FlatSegment, SegmentSize) {
+    ///
+    /// With `relocate`, each cell that fits is copied into chunks taken from its pool, in key
+    /// order, and the segment keeps those chunks; the inputs' chunks are then the caller's to
+    /// give back. Without, the cells keep their bytes where they are.
+    pub(crate) fn build(
+        id: u64,
+        inputs: &[AnySegment],
+        relocate: Option<Relocation<'_>>,
+    ) -> (FlatSegment, SegmentSize) {
         let capacity = inputs.iter().map(AnySegment::len).sum();
         let mut cells = Vec::with_capacity(capacity);
+        let mslab = Mslab::new();
         crate::visit::visit(inputs, &.., u64::MAX, |key, _| {
             // Every key a segment stores is a cell's (`add`): `from_key` gives it back.
-            cells.extend(Cell::from_key(key.clone()));
-            std::ops::ControlFlow::Continue(())
+            let Some(cell) = Cell::from_key(key.clone()) else {
+                return ControlFlow::Continue(());
+            };
+            let parts = cell.coordinates_and_value();
+            let len = parts[0].len() + parts[1].len();
+            cells.push(match relocate {
+                Some(to) if len <= to.max_copied_cell => {
+                    let copy = mslab.copy(to.pool, parts, len);
+                    // The copy holds the cell's very bytes, so `with_storage` accepts it.
+                    cell.with_storage(copy).unwrap_or(cell)
+                }
+                _ => cell,
+            });
+            ControlFlow::Continue(())
         });
-        FlatSegment::from_cells(id, cells)
+        let (segment, size) = FlatSegment::from_cells(id, cells);
+        segment.give_chunks(mslab.take_chunks());
+        (segment, size)
     }
 
     fn from_cells(id: u64, cells: Vec<Cell>) -> (FlatSegment, SegmentSize) {

@@ -9,7 +9,7 @@ use keel_cell::{Cell, CellKey};
 use keel_sync::{Mutex, RwLock};
 
 use crate::chunk::ChunkPool;
-use crate::flat::FlatSegment;
+use crate::flat::{FlatSegment, Relocation};
 use crate::options::MemStoreOptions;
 use crate::scanner::{MemStoreScanner, SegmentList};
 use crate::segment::{AnySegment, Segment, SegmentSize, SizeCounters};
@@ -334,13 +334,28 @@ impl MemStore {
             let id = self.next_segment_id.fetch_add(1, Ordering::Relaxed);
             (inputs, merge, segments.generation, id)
         };
-        let (flat, size) = FlatSegment::build(id, &inputs);
+        let relocate = (self.options.mslab && self.options.copy_on_flatten).then(|| Relocation {
+            pool: &self.pool,
+            max_copied_cell: self.options.max_copied_cell,
+        });
+        let (flat, size) = FlatSegment::build(id, &inputs, relocate);
         let mut segments = self.segments.write();
         if segments.generation != generation {
+            drop(segments);
+            // The copy's chunks are free again once `flat`'s cells are dropped.
+            self.pool.give_back(flat.take_chunks());
             return false;
         }
+        // Copied: the inputs' chunks hold no cell the memstore still reads, and go back to
+        // the pool (reused once no reader holds a cell from them). Not copied: they hold the
+        // flat segment's cells and go with it.
+        let mut freed = Vec::new();
         for input in &inputs {
-            flat.give_chunks(input.take_chunks());
+            if relocate.is_some() {
+                freed.extend(input.take_chunks());
+            } else {
+                flat.give_chunks(input.take_chunks());
+            }
         }
         let flat = AnySegment::Flat(Arc::new(flat));
         if merge {
@@ -362,6 +377,8 @@ impl MemStore {
             }
             segments.pipeline[0] = flat;
         }
+        drop(segments);
+        self.pool.give_back(freed);
         true
     }
 

@@ -28,6 +28,14 @@ pub struct MemStoreOptions {
     /// the segment it froze (HBase `hbase.hregion.compacting.pipeline.segments.limit`, 2;
     /// policy BASIC). At least 1: with 1, every in-memory flush merges everything.
     pub pipeline_segments_limit: usize,
+    /// An in-memory flush copies the cells it flattens into fresh chunks, in key order, and
+    /// gives the old chunks back to the pool (with MSLAB on; cells with their own allocation
+    /// stay where they are). Keel's own switch, default true: HBase's BASIC flattening leaves
+    /// cells where the writes put them (its EAGER compaction copies them, and also drops
+    /// versions, which Keel does not). A scan then reads neighbouring rows from neighbouring
+    /// bytes, and a short scan touches one or two chunks' reference counts instead of one per
+    /// row, which readers on other cores bounced between them.
+    pub copy_on_flatten: bool,
 }
 
 impl Default for MemStoreOptions {
@@ -37,6 +45,7 @@ impl Default for MemStoreOptions {
             chunk_size: DEFAULT_CHUNK_SIZE,
             max_copied_cell: DEFAULT_MAX_COPIED_CELL,
             pipeline_segments_limit: DEFAULT_PIPELINE_SEGMENTS_LIMIT,
+            copy_on_flatten: true,
         }
     }
 }

@@ -319,3 +319,58 @@ fn rollback_removes_exactly_the_written_cells_and_their_size() {
         assert_eq!(left[0].value(), b"keep");
     }
 }
+
+#[test]
+fn flattening_copies_cells_into_key_order_and_frees_the_old_chunks() {
+    for copy in [true, false] {
+        let pool = Arc::new(ChunkPool::new(4096, 8));
+        let options = MemStoreOptions {
+            copy_on_flatten: copy,
+            ..small_chunks(true)
+        };
+        let memstore = MemStore::with_pool(options, Arc::clone(&pool));
+        // Written in reverse key order: a chunk holds them back to front.
+        memstore.add(
+            (0..40)
+                .rev()
+                .map(|i| cell(&format!("r{i:02}"), "q", 1, 1, "0123456789")),
+        );
+        memstore.add([cell("r99", "q", 1, 1, &"x".repeat(100))]);
+        assert!(memstore.flatten());
+        let cells: Vec<Cell> = memstore.scanner(.., 1).collect();
+        assert_eq!(cells.len(), 41);
+        let rows: Vec<&[u8]> = cells.iter().map(Cell::row).collect();
+        assert!(rows.is_sorted(), "copy={copy}");
+        let addresses: Vec<usize> = cells[..40]
+            .iter()
+            .map(|c| c.row().as_ptr() as usize)
+            .collect();
+        // Over `max_copied_cell`: it keeps its own allocation either way.
+        assert_eq!(cells[40].value().len(), 100);
+        if copy {
+            assert!(addresses.is_sorted(), "the copy lies in key order");
+            assert_eq!(pool.stats().pooled, 1, "the written chunk went back");
+            assert_eq!(pool.stats().created, 2);
+        } else {
+            assert!(
+                addresses.is_sorted_by(|a, b| a > b),
+                "where the writes put them"
+            );
+            assert_eq!(pool.stats().pooled, 0);
+            assert_eq!(pool.stats().created, 1);
+        }
+        drop(cells);
+        // The flattened cells live on until their flush, and their chunks then go back.
+        let snapshot = memstore.snapshot();
+        assert_eq!(snapshot.size().cell_count, 41);
+        memstore.clear_snapshot(snapshot.id()).expect("pending");
+        drop(snapshot);
+        assert_eq!(pool.stats().pooled, 1 + u64::from(copy));
+        memstore.add([cell("again", "q", 1, 2, "v")]);
+        assert_eq!(
+            pool.stats().reused,
+            1,
+            "copy={copy}: a free chunk is reused"
+        );
+    }
+}

@@ -183,12 +183,13 @@ impl Oracle {
     }
 }
 
-fn run(ops: Vec<Op>, mslab: bool, limit: usize) -> Result<(), TestCaseError> {
+fn run(ops: Vec<Op>, mslab: bool, limit: usize, copy: bool) -> Result<(), TestCaseError> {
     let memstore = MemStore::new(MemStoreOptions {
         mslab,
         chunk_size: 128,
         max_copied_cell: 48,
         pipeline_segments_limit: limit,
+        copy_on_flatten: copy,
     });
     let mut oracle = Oracle::default();
     let mut pending = None;
@@ -581,15 +582,17 @@ proptest! {
     fn memstore_matches_the_oracle_with_mslab(
         ops in prop::collection::vec(op(), 1..40),
         limit in 1usize..4,
+        copy: bool,
     ) {
-        run(ops, true, limit)?;
+        run(ops, true, limit, copy)?;
     }
 
     #[test]
     fn memstore_matches_the_oracle_without_mslab(
         ops in prop::collection::vec(op(), 1..40),
         limit in 1usize..4,
+        copy: bool,
     ) {
-        run(ops, false, limit)?;
+        run(ops, false, limit, copy)?;
     }
 }
