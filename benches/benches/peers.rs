@@ -6,7 +6,8 @@
 //! `--rows a,increment`, `--levels sync` (or `fsync`), `--engines keel,sled` (`keel-columns` or
 //! `keel-cell` for one layout) and `--rounds N` narrow or lengthen a run. Keel runs with
 //! in-memory compaction `BASIC`; `--in-memory-compaction NONE` (HBase's default) measures it
-//! without.
+//! without, and `--flatten-copies off` measures `BASIC` leaving the flattened cells where the
+//! writes put them.
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
@@ -32,6 +33,13 @@ fn main() -> Result<(), String> {
     if let Some(policy) = list("--in-memory-compaction").and_then(|p| p.first().cloned()) {
         plan.in_memory_compaction = policy.parse()?;
     }
+    if let Some(copy) = list("--flatten-copies").and_then(|c| c.first().cloned()) {
+        plan.flatten_copies = match copy.as_str() {
+            "on" | "true" => true,
+            "off" | "false" => false,
+            other => return Err(format!("--flatten-copies {other}: expected on or off")),
+        };
+    }
     if let Some(rows) = list("--rows") {
         plan.rows.retain(|r| rows.iter().any(|n| n == r.name));
     }
@@ -48,11 +56,12 @@ fn main() -> Result<(), String> {
             .retain(|p| engines.iter().any(|e| *e == p.name().to_lowercase()));
     }
     println!(
-        "peers: {} records of 10 x 100 B, {} YCSB threads, {} round(s), engines alternate their order each round; Keel's in-memory compaction {}; peers: {}",
+        "peers: {} records of 10 x 100 B, {} YCSB threads, {} round(s), engines alternate their order each round; Keel's in-memory compaction {} (copies {}); peers: {}",
         plan.records,
         plan.threads,
         plan.rounds,
         plan.in_memory_compaction,
+        if plan.flatten_copies { "on" } else { "off" },
         plan.peers
             .iter()
             .map(|p| p.name())

@@ -93,6 +93,9 @@ pub struct Plan {
     /// Keel's in-memory compaction (`BASIC` unless asked otherwise: a setting an HBase user
     /// chooses per table or server, like the layout; `NONE` is HBase's default).
     pub in_memory_compaction: InMemoryCompaction,
+    /// Under `BASIC`, whether an in-memory flush copies its cells into key order (Keel's
+    /// default, `RegionLimits::flatten_copies`); off to measure the flattening that does not.
+    pub flatten_copies: bool,
 }
 
 impl Plan {
@@ -133,6 +136,7 @@ impl Plan {
             peers: PeerKind::built(),
             layouts: vec![Layout::Columns, Layout::Cell],
             in_memory_compaction: InMemoryCompaction::Basic,
+            flatten_copies: true,
         }
     }
 
@@ -195,6 +199,7 @@ pub fn measure(
                 keel_region::Engine::open(dir, {
                     let mut options = EngineOptions::default();
                     options.limits.in_memory_compaction = plan.in_memory_compaction;
+                    options.limits.flatten_copies = plan.flatten_copies;
                     options
                 })
                 .map_err(|e| format!("opening Keel in {}: {e}", dir.display()))?,

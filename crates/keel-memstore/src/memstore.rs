@@ -145,11 +145,17 @@ impl MemStore {
     }
 
     /// Changes [`MemStoreOptions::pipeline_segments_limit`] (values below 1 count as 1): the
-    /// next in-memory flush follows the new limit, whatever the pipeline holds. The one option
-    /// an owner may set after construction, as a region learns its server's settings after it
-    /// has built its stores.
+    /// next in-memory flush follows the new limit, whatever the pipeline holds. One of the two
+    /// options an owner may set after construction, as a region learns its server's settings
+    /// after it has built its stores.
     pub fn set_pipeline_segments_limit(&mut self, limit: usize) {
         self.options.pipeline_segments_limit = limit;
+    }
+
+    /// Changes [`MemStoreOptions::copy_on_flatten`], for an owner that learns it with the
+    /// pipeline's limit: the next in-memory flush follows it.
+    pub fn set_copy_on_flatten(&mut self, copy: bool) {
+        self.options.copy_on_flatten = copy;
     }
 
     /// The chunk pool this memstore draws from.

@@ -46,6 +46,13 @@ pub struct RegionLimits {
     /// `MemStoreOptions::pipeline_segments_limit`). More segments: cheaper in-memory flushes,
     /// reads that search more arrays. Below 1 counts as 1 (every in-memory flush merges).
     pub pipeline_segments_limit: usize,
+    /// Keel's `keel.hregion.compacting.memstore.copy` (true): under
+    /// [`InMemoryCompaction::Basic`], an in-memory flush copies the cells it flattens into
+    /// fresh chunks in key order, so a scan reads neighbouring rows from neighbouring memory
+    /// (keel-memstore's `MemStoreOptions::copy_on_flatten`; HBase's BASIC does not copy).
+    /// Off: the cells stay where the writes put them, and no second copy is held while a
+    /// flattening runs.
+    pub flatten_copies: bool,
 }
 
 /// HBase's in-memory compaction policies that Keel has. The default is HBase's, `NONE`
@@ -108,6 +115,7 @@ impl Default for RegionLimits {
             busy_wait: Duration::from_secs(60),
             in_memory_compaction: InMemoryCompaction::default(),
             pipeline_segments_limit: keel_memstore::DEFAULT_PIPELINE_SEGMENTS_LIMIT,
+            flatten_copies: true,
         }
     }
 }

@@ -49,6 +49,9 @@ pub struct Settings {
     /// `hbase.hregion.compacting.pipeline.segments.limit` (2): under BASIC, the flat segments a
     /// store's memstore keeps before an in-memory flush merges them into one.
     pub pipeline_segments_limit: NonZeroUsize,
+    /// `keel.hregion.compacting.memstore.copy` (true): under BASIC, an in-memory flush copies
+    /// the cells it flattens into fresh chunks in key order.
+    pub flatten_copies: bool,
     /// `hbase.hregion.memstore.block.multiplier` (4).
     pub block_multiplier: u64,
     /// `hbase.hstore.blockingStoreFiles` (16).
@@ -155,6 +158,7 @@ impl Default for Settings {
                 keel_region::RegionLimits::default().pipeline_segments_limit,
             )
             .expect("HBase's default limit is positive"),
+            flatten_copies: keel_region::RegionLimits::default().flatten_copies,
             block_multiplier: 4,
             blocking_store_files: 16,
             busy_wait: Duration::from_secs(60),
@@ -571,6 +575,15 @@ pub static SETTINGS: &[Setting] = &[
         pipeline_segments_limit,
         nonzero_usize_of,
         ("4", "4")
+    ),
+    plain!(
+        "keel.hregion.compacting.memstore.copy",
+        "flatten-copies",
+        "BOOL",
+        "under BASIC, an in-memory flush copies the cells it flattens into fresh chunks in key order, so scans read neighbouring memory (false: they stay where the writes put them, as in HBase)",
+        flatten_copies,
+        boolean,
+        ("false", "false")
     ),
     plain!(
         "hbase.hregion.memstore.block.multiplier",

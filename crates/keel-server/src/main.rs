@@ -205,6 +205,7 @@ fn serve(s: &Settings) -> Result<(), String> {
     store_options.limits.block_multiplier = s.block_multiplier;
     store_options.limits.in_memory_compaction = s.in_memory_compaction;
     store_options.limits.pipeline_segments_limit = s.pipeline_segments_limit.get();
+    store_options.limits.flatten_copies = s.flatten_copies;
     store_options.limits.blocking_store_files = s.blocking_store_files;
     store_options.limits.busy_wait = s.busy_wait;
     store_options.default_durability = s.default_durability();

@@ -211,12 +211,14 @@ mod tests {
         .expect("region");
         let limits = RegionLimits {
             pipeline_segments_limit: 5,
+            flatten_copies: false,
             ..RegionLimits::default()
         };
         let region = region.with_limits(limits);
         assert_eq!(region.stores.len(), 2);
         for store in region.stores.values() {
             assert_eq!(store.memstore.options().pipeline_segments_limit, 5);
+            assert!(!store.memstore.options().copy_on_flatten);
         }
     }
 }

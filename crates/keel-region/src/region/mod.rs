@@ -258,6 +258,7 @@ impl Region {
             store
                 .memstore
                 .set_pipeline_segments_limit(limits.pipeline_segments_limit);
+            store.memstore.set_copy_on_flatten(limits.flatten_copies);
         }
         self.limits = limits;
         self
