@@ -103,6 +103,48 @@ fn table_states_and_names_are_checked() {
 }
 
 #[test]
+fn a_compaction_reads_around_the_block_cache() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
+    let t = server
+        .create_table("t", vec![FamilyOptions::new("f")])
+        .expect("create");
+    let value = vec![b'v'; 1000];
+    for file in 0..3 {
+        for i in 0..300 {
+            t.put(format!("r{i:03}").as_bytes(), b"f", b"q", &value)
+                .expect("put");
+        }
+        t.flush().expect("flush");
+        assert_eq!(t.region().store_file_count(), file + 1);
+    }
+    // A read keeps a block of each file.
+    assert!(t.get_value(b"r150", b"f", b"q").expect("get").is_some());
+    let before = server.block_cache_stats().expect("a cache");
+    assert!(before.blocks >= 3, "{before:?}");
+    assert_eq!(t.major_compact().expect("compact"), 3);
+    assert_eq!(t.region().store_file_count(), 1);
+    let after = server.block_cache_stats().expect("a cache");
+    // The compaction read 3 × 300 KB of blocks and cached none of them (nor a miss counted
+    // against the caching hit ratio); index blocks it read may have been kept.
+    assert!(
+        after.size_bytes < before.size_bytes + 64 * 1024,
+        "{before:?} -> {after:?}"
+    );
+    assert_eq!(after.caching_misses, before.caching_misses, "{after:?}");
+    for i in (0..300).step_by(37) {
+        assert_eq!(
+            t.get_value(format!("r{i:03}").as_bytes(), b"f", b"q")
+                .expect("get")
+                .as_deref(),
+            Some(&value[..])
+        );
+    }
+    drop(t);
+    server.close().expect("close");
+}
+
+#[test]
 fn reads_of_store_files_go_through_the_shared_block_cache() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");

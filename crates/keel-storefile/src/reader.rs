@@ -143,7 +143,20 @@ impl StoreFileReader {
     /// A scanner over the rows this reader shows, holding the reader (see
     /// [`StoreFileReader::shared_scanner`]): the whole file, or its range.
     pub fn range_scanner(self: &std::sync::Arc<Self>) -> Box<dyn KeyValueScanner> {
-        let scanner = self.shared_scanner();
+        self.range_scanner_of(self.shared_scanner())
+    }
+
+    /// [`StoreFileReader::range_scanner`] for a read that passes over the file once (a
+    /// compaction): it takes the data blocks its source holds and reads the others without
+    /// giving them to the source ([`BlockSource::kept`]), so a cache keeps the blocks reads
+    /// come back to.
+    pub fn compaction_scanner(self: &std::sync::Arc<Self>) -> Box<dyn KeyValueScanner> {
+        let mut scanner = self.shared_scanner();
+        scanner.set_keep_blocks(false);
+        self.range_scanner_of(scanner)
+    }
+
+    fn range_scanner_of(&self, scanner: StoreFileScanner<'static>) -> Box<dyn KeyValueScanner> {
         match &self.range {
             None => Box::new(scanner),
             Some(range) => Box::new(RangeScanner::new(scanner, range.clone())),
@@ -326,15 +339,28 @@ impl StoreFileReader {
     }
 
     /// A data block's cells, in the plain encoding, and their row starts
-    /// ([`crate::row_starts`]), through the block source, which holds them together.
-    pub(crate) fn data_block(&self, entry: BlockAt) -> Result<DataBlock> {
+    /// ([`crate::row_starts`]), through the block source, which holds them together. With
+    /// `keep` false, a block the source does not hold is read for this call alone, not given
+    /// to the source ([`BlockSource::kept`]), and has no row starts.
+    pub(crate) fn data_block(&self, entry: BlockAt, keep: bool) -> Result<DataBlock> {
         self.counters.data_blocks.add(1);
         self.check_range(entry, 0, self.trailer.data_end)?;
         let key = BlockKey {
             file_id: self.file_id,
             offset: entry.offset,
         };
-        let indexed = self.source.keeps_blocks();
+        let keeping = self.source.keeps_blocks();
+        if !keep {
+            return match keeping.then(|| self.source.kept(key)).flatten() {
+                Some(block) => self.indexed_block(block, entry),
+                None => {
+                    let raw = self.read_block_with_room(entry, BlockKind::Data, 0)?;
+                    to_plain(&self.path, entry.offset, raw.encoding, raw.payload)
+                        .map(DataBlock::without_row_starts)
+                }
+            };
+        }
+        let indexed = keeping;
         let block = self.source.get_or_load(key, &mut || {
             // Read with room for the row starts after the cells: an unencoded, uncompressed
             // block (the default) then gets them appended in place, not copied into a second
@@ -353,13 +379,13 @@ impl StoreFileReader {
             })
         })?;
         if !indexed {
-            let cells_end = block.len();
-            return Ok(DataBlock {
-                bytes: block,
-                cells_end,
-                row_starts: 0..0,
-            });
+            return Ok(DataBlock::without_row_starts(block));
         }
+        self.indexed_block(block, entry)
+    }
+
+    /// A data block as a keeping source holds it: its cells, then their row starts.
+    fn indexed_block(&self, block: Bytes, entry: BlockAt) -> Result<DataBlock> {
         let row_starts = crate::row_starts::bounds(&block).ok_or_else(|| {
             corrupt(
                 &self.path,
@@ -454,6 +480,15 @@ pub(crate) struct DataBlock {
 }
 
 impl DataBlock {
+    /// A block of cells alone, as a source that keeps nothing gives it.
+    fn without_row_starts(bytes: Bytes) -> DataBlock {
+        DataBlock {
+            cells_end: bytes.len(),
+            bytes,
+            row_starts: 0..0,
+        }
+    }
+
     /// The block's cells.
     pub(crate) fn cells(&self) -> &[u8] {
         &self.bytes[..self.cells_end]

@@ -60,6 +60,8 @@ pub struct StoreFileScanner<'a> {
     started: bool,
     /// When set, the scanner ends rather than enter a block whose keys all sort after this.
     limit: Option<CellKey>,
+    /// Data blocks it loads are given to the reader's source (false: a compaction's pass).
+    keep_blocks: bool,
 }
 
 impl<'a> StoreFileScanner<'a> {
@@ -83,7 +85,15 @@ impl<'a> StoreFileScanner<'a> {
             last_row: None,
             started: false,
             limit: None,
+            keep_blocks: true,
         }
+    }
+
+    /// With `false`, the data blocks this scanner loads are not given to the reader's block
+    /// source: a block the source holds is used, any other is read for this scanner alone (a
+    /// compaction passes over its files once; HBase's compaction scanners do not cache).
+    pub fn set_keep_blocks(&mut self, keep: bool) {
+        self.keep_blocks = keep;
     }
 
     /// Ends the scan before any block whose keys all sort after `key` (a get of one row sets
@@ -321,7 +331,7 @@ impl<'a> StoreFileScanner<'a> {
             .last()
             .ok_or_else(|| crate::error::corrupt(path, 0, "no index"))?;
         let at = self.level(self.path.len() - 1).block_at(path, i)?;
-        self.block = self.reader.data_block(at)?;
+        self.block = self.reader.data_block(at, self.keep_blocks)?;
         self.last_row = None;
         self.block_offset = at.offset;
         self.pos = 0;

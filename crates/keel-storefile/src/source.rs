@@ -25,6 +25,16 @@ pub trait BlockSource: Send + Sync + Debug {
     fn keeps_blocks(&self) -> bool {
         true
     }
+
+    /// Block `key` if the source holds it, loading and keeping nothing: for a read that
+    /// passes over a file once (a compaction), which takes the blocks already kept and reads
+    /// the others without pushing out the blocks that reads come back to (HBase's compaction
+    /// scanners read with `cacheBlocks` off). Only a source that keeps blocks
+    /// ([`BlockSource::keeps_blocks`]) is asked. Default: `None`.
+    fn kept(&self, key: BlockKey) -> Option<Bytes> {
+        let _ = key;
+        None
+    }
 }
 
 /// No cache: every request reads the file.

@@ -79,6 +79,71 @@ impl BlockSource for Keeping {
         blocks.insert(key, block.clone());
         Ok(block)
     }
+
+    fn kept(&self, key: BlockKey) -> Option<Bytes> {
+        self.0.lock().unwrap().get(&key).cloned()
+    }
+}
+
+#[test]
+fn a_compaction_scanner_takes_kept_blocks_and_keeps_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pass");
+    let all = cells(2000, 2);
+    write(
+        &path,
+        &all,
+        WriterOptions {
+            block_size: 1024,
+            ..WriterOptions::default()
+        },
+    );
+    let source = Arc::new(Keeping::default());
+    let reader = Arc::new(StoreFileReader::open(&*fs(), &path, 7, source.clone()).unwrap());
+    let blocks = u64::from(reader.info().data_blocks);
+    // Reads keep a few blocks (with their row starts) scattered through the file.
+    for i in [0, 17, 900, 1999] {
+        assert_eq!(reader.get(&row(i)).unwrap().len(), 2);
+    }
+    let kept: Vec<BlockKey> = source.0.lock().unwrap().keys().copied().collect();
+    assert!(
+        !kept.is_empty() && (kept.len() as u64) < blocks / 10,
+        "{kept:?}"
+    );
+    for pass in 0..2 {
+        let mut scanner = reader.compaction_scanner();
+        scanner
+            .seek(&keel_cell::CellKey::first_on_row(Bytes::new()))
+            .unwrap();
+        let mut read = Vec::new();
+        if pass == 0 {
+            while let Some(cell) = scanner.next().unwrap() {
+                read.push(cell);
+            }
+        } else {
+            // Reseeks through blocks with row starts and blocks without.
+            while let Some(cell) = scanner.peek().cloned() {
+                read.push(cell);
+                scanner.skip().unwrap();
+                if let Some(next) = scanner.peek().cloned() {
+                    scanner.reseek(next.key()).unwrap();
+                }
+            }
+        }
+        assert_eq!(read, all, "pass {pass}");
+        let mut now: Vec<BlockKey> = source.0.lock().unwrap().keys().copied().collect();
+        let mut before = kept.clone();
+        now.sort_by_key(|k| k.offset);
+        before.sort_by_key(|k| k.offset);
+        assert_eq!(now, before, "pass {pass}: the pass kept no block");
+    }
+    // A plain scanner keeps what it reads.
+    let mut scanner = reader.range_scanner();
+    scanner
+        .seek(&keel_cell::CellKey::first_on_row(Bytes::new()))
+        .unwrap();
+    while scanner.next().unwrap().is_some() {}
+    assert_eq!(source.0.lock().unwrap().len() as u64, blocks);
 }
 
 #[test]

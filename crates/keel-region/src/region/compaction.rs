@@ -98,8 +98,10 @@ impl Region {
             let mut options = store.files_options.clone();
             options.major_compaction = all_files;
             let mut writer = StoreFileWriter::create(Arc::clone(&self.fs), &path, options)?;
-            let sources: Vec<Box<dyn KeyValueScanner>> =
-                chosen.iter().map(StoreFileReader::range_scanner).collect();
+            let sources: Vec<Box<dyn KeyValueScanner>> = chosen
+                .iter()
+                .map(StoreFileReader::compaction_scanner)
+                .collect();
             let mut merge = MergeScanner::new(sources, &CellKey::first_on_row(Bytes::new()))?;
             let mut keep = all_files.then(|| {
                 let query = ReadQuery {

@@ -40,6 +40,12 @@ impl keel_storefile::BlockSource for CachedSource {
         let _ = outcome;
         block
     }
+
+    fn kept(&self, key: keel_storefile::BlockKey) -> Option<Bytes> {
+        // Not a caching lookup: a miss here is read and not cached, so it must not lower the
+        // caching hit ratio.
+        self.cache.get(&key, false, false)
+    }
 }
 
 /// keel-storefile's direct reads, with a trace event per block read.
