@@ -8,6 +8,12 @@
 //!    80% gets / 20% puts, first alone, then while a major compaction of those files runs on the
 //!    background pool (throttled at HBase's 50–100 MiB/s); p99 of the operations during over
 //!    without. Each round starts from a fresh copy of the prepared table; medians over rounds.
+//! 3. **The block cache after a compaction**: a 16 MiB block cache holds the blocks of 6 MiB
+//!    of rows, read once (`compaction_read_once_hit_ratio_after`) or twice
+//!    (`compaction_hot_hit_ratio_after`, blocks the cache's multi-access share protects); a
+//!    major compaction of a cold table four times the cache's size runs; then the rows are
+//!    read again: the caching hit ratio of that read (a compaction that cached what it read
+//!    pushed the blocks read once out).
 
 #![expect(clippy::print_stdout, reason = "a benchmark reports on the terminal")]
 
@@ -208,6 +214,68 @@ fn round(dir: &Path, rows: u64, operations: u64, seed: u64) -> (f64, f64, Durati
     )
 }
 
+/// The hot table's caching hit ratio after a major compaction of the cold one, and the blocks
+/// the cache evicted while the compaction ran.
+fn hot_hit_ratio_after_compaction(
+    dir: &Path,
+    hot_rows: u64,
+    reads_before: usize,
+    cold_files: u64,
+) -> (f64, u64) {
+    let options = EngineOptions {
+        block_cache_bytes: 16 << 20,
+        major_compaction_period: Duration::ZERO,
+        compaction: CompactionPolicy {
+            min_files: 100,
+            max_files: 100,
+            ..CompactionPolicy::default()
+        },
+        ..EngineOptions::default()
+    };
+    let server = Engine::open(dir, options).expect("open");
+    let hot = server
+        .create_table("hot", vec![FamilyOptions::new("f")])
+        .expect("create");
+    let cold = server
+        .create_table("cold", vec![FamilyOptions::new("f")])
+        .expect("create");
+    // A block a row: a read touches each block once, as most reads of a large table do.
+    let big = vec![b'h'; 64 << 10];
+    for i in 0..hot_rows {
+        put_retrying(&hot, key(i).as_bytes(), &big);
+    }
+    hot.flush().expect("flush");
+    let value = vec![b'c'; VALUE];
+    // 64 MiB of cold data in `cold_files` files, each covering the whole key range.
+    let cold_rows = (64 << 20) / VALUE as u64;
+    for f in 0..cold_files {
+        for i in (f..cold_rows).step_by(cold_files as usize) {
+            put_retrying(&cold, key(i).as_bytes(), &value);
+        }
+        cold.flush().expect("flush");
+    }
+    let query = ReadQuery::latest(u64::MAX, 0);
+    let read_hot = || {
+        for i in 0..hot_rows {
+            hot.get(key(i).as_bytes(), &query).expect("get");
+        }
+    };
+    for _ in 0..reads_before {
+        read_hot();
+    }
+    let compacting = server.block_cache_stats().expect("a cache");
+    assert_eq!(cold.major_compact().expect("compact"), cold_files as usize);
+    let before = server.block_cache_stats().expect("a cache");
+    read_hot();
+    let after = server.block_cache_stats().expect("a cache");
+    drop((hot, cold));
+    server.close().expect("close");
+    let hits = after.caching_hits - before.caching_hits;
+    let misses = after.caching_misses - before.caching_misses;
+    let evicted = before.evicted_blocks - compacting.evicted_blocks;
+    (hits as f64 / (hits + misses).max(1) as f64, evicted)
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -245,4 +313,19 @@ fn main() {
         figure("compaction_foreground_p99_ratio", median(ratios))
     );
     println!("{}", figure("write_amplification", wa));
+    let hot_rows = 96;
+    let mut ratios = Vec::new();
+    for reads_before in [1, 2] {
+        let dir = scratch.path().join(format!("cache-{reads_before}"));
+        let (ratio, evicted) = hot_hit_ratio_after_compaction(&dir, hot_rows, reads_before, 4);
+        println!(
+            "block cache 16 MiB: {hot_rows} rows of 64 KiB (6 MiB) read {reads_before}×, a major compaction of 64 MiB in 4 files, the rows read again: caching hit ratio {ratio:.3} ({evicted} blocks evicted during the compaction)"
+        );
+        ratios.push(ratio);
+    }
+    println!(
+        "{}",
+        figure("compaction_read_once_hit_ratio_after", ratios[0])
+    );
+    println!("{}", figure("compaction_hot_hit_ratio_after", ratios[1]));
 }
