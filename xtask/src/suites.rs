@@ -67,7 +67,7 @@ const BENCHES: &[Suite] = &[
     },
     Suite {
         name: "compaction",
-        about: "keel-region: write amplification, and foreground p99 while a compaction runs vs without",
+        about: "keel-region: write amplification, foreground p99 while a compaction runs vs without, and the block cache after a compaction",
         package: "keel-region",
         target: "compaction",
     },

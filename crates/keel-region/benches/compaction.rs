@@ -157,18 +157,23 @@ fn load(table: &Table, rows: u64, operations: u64, seed: u64) -> Histogram<u64> 
     })
 }
 
-/// One round: the load alone, then the same load while a major compaction runs.
-fn round(dir: &Path, rows: u64, operations: u64, seed: u64) -> (f64, f64, Duration, u64) {
-    let options = EngineOptions {
+/// A server that compacts only when asked: no periodic major compaction, and no minor one on
+/// its own (a baseline must run without one).
+fn compacting_on_request() -> EngineOptions {
+    EngineOptions {
         major_compaction_period: Duration::ZERO,
-        // No minor compaction on its own: the baseline must run without one.
         compaction: CompactionPolicy {
             min_files: 100,
             max_files: 100,
             ..CompactionPolicy::default()
         },
         ..EngineOptions::default()
-    };
+    }
+}
+
+/// One round: the load alone, then the same load while a major compaction runs.
+fn round(dir: &Path, rows: u64, operations: u64, seed: u64) -> (f64, f64, Duration, u64) {
+    let options = compacting_on_request();
     let server = Engine::open(dir, options).expect("open");
     let table = server.table("t").expect("table");
     let query = ReadQuery::latest(u64::MAX, 0);
@@ -224,13 +229,7 @@ fn hot_hit_ratio_after_compaction(
 ) -> (f64, u64) {
     let options = EngineOptions {
         block_cache_bytes: 16 << 20,
-        major_compaction_period: Duration::ZERO,
-        compaction: CompactionPolicy {
-            min_files: 100,
-            max_files: 100,
-            ..CompactionPolicy::default()
-        },
-        ..EngineOptions::default()
+        ..compacting_on_request()
     };
     let server = Engine::open(dir, options).expect("open");
     let hot = server

@@ -65,6 +65,14 @@ fn a_deep_index_costs_one_block_per_level_on_a_get() {
     assert_eq!(n, 600);
 }
 
+/// 1 KiB blocks: a file of a few thousand cells has about a hundred.
+fn small_blocks() -> WriterOptions {
+    WriterOptions {
+        block_size: 1024,
+        ..WriterOptions::default()
+    }
+}
+
 /// A source that keeps every block, as a cache does (its data blocks carry row starts).
 #[derive(Debug, Default)]
 struct Keeping(std::sync::Mutex<std::collections::HashMap<BlockKey, Bytes>>);
@@ -90,14 +98,7 @@ fn a_compaction_scanner_takes_kept_blocks_and_keeps_none() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pass");
     let all = cells(2000, 2);
-    write(
-        &path,
-        &all,
-        WriterOptions {
-            block_size: 1024,
-            ..WriterOptions::default()
-        },
-    );
+    write(&path, &all, small_blocks());
     let source = Arc::new(Keeping::default());
     let reader = Arc::new(StoreFileReader::open(&*fs(), &path, 7, source.clone()).unwrap());
     let blocks = u64::from(reader.info().data_blocks);
@@ -151,14 +152,7 @@ fn reseek_skips_blocks_through_the_index() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("skip");
     let all = cells(2000, 1);
-    write(
-        &path,
-        &all,
-        WriterOptions {
-            block_size: 1024,
-            ..WriterOptions::default()
-        },
-    );
+    write(&path, &all, small_blocks());
     // Through a keeping source too: a block with row starts answers "is the key in this
     // block?" from its own last row when it can, and must still send a key past that row
     // through the index.
