@@ -103,6 +103,35 @@ fn table_states_and_names_are_checked() {
 }
 
 #[test]
+fn a_get_reads_only_its_rows_blocks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");
+    let t = server
+        .create_table("t", vec![FamilyOptions::new("f")])
+        .expect("create");
+    // Each row fills a 64 KiB block: every row ends its block.
+    let value = vec![b'v'; 64 << 10];
+    for i in 0..20 {
+        t.put(format!("r{i:02}").as_bytes(), b"f", b"q", &value)
+            .expect("put");
+    }
+    t.flush().expect("flush");
+    let before = server.block_cache_stats().expect("a cache");
+    for i in 0..20 {
+        let got = t.get_value(format!("r{i:02}").as_bytes(), b"f", b"q");
+        assert_eq!(got.expect("get").map(|v| v.len()), Some(value.len()));
+    }
+    let after = server.block_cache_stats().expect("a cache");
+    let lookups = (after.hits + after.misses) - (before.hits + before.misses);
+    assert_eq!(
+        lookups, 20,
+        "one block a get, not the next row's too: {after:?}"
+    );
+    drop(t);
+    server.close().expect("close");
+}
+
+#[test]
 fn a_compaction_reads_around_the_block_cache() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = Engine::open(dir.path(), EngineOptions::default()).expect("open");

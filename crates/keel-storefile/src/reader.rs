@@ -156,21 +156,22 @@ impl StoreFileReader {
         self.range_scanner_of(scanner)
     }
 
-    fn range_scanner_of(&self, scanner: StoreFileScanner<'static>) -> Box<dyn KeyValueScanner> {
+    fn range_scanner_of<'a>(&self, scanner: StoreFileScanner<'a>) -> Box<dyn KeyValueScanner + 'a> {
         match &self.range {
             None => Box::new(scanner),
             Some(range) => Box::new(RangeScanner::new(scanner, range.clone())),
         }
     }
 
-    /// [`StoreFileReader::range_scanner`] borrowing the reader: no reference count taken on it
-    /// (which every reader of the file shares), for a read that ends before the borrow does.
-    pub fn borrowed_range_scanner(&self) -> Box<dyn KeyValueScanner + '_> {
-        let scanner = self.scanner();
-        match &self.range {
-            None => Box::new(scanner),
-            Some(range) => Box::new(RangeScanner::new(scanner, range.clone())),
-        }
+    /// [`StoreFileReader::range_scanner`] for a read of `row` alone (a get), borrowing the
+    /// reader: no reference count taken on it (which every reader of the file shares), for a
+    /// read that ends before the borrow does. It ends before any block whose keys all sort
+    /// after the row ([`StoreFileScanner::set_limit`]), so a row that ends its block does not
+    /// make it read the next block to see the row end.
+    pub fn borrowed_row_scanner(&self, row: &Bytes) -> Box<dyn KeyValueScanner + '_> {
+        let mut scanner = self.scanner();
+        scanner.set_limit(CellKey::last_on_row(row.clone()));
+        self.range_scanner_of(scanner)
     }
 
     /// A row near the middle of the rows this reader shows, for splitting a region: the

@@ -45,7 +45,7 @@ impl Region {
             let mut sources: Vec<Box<dyn KeyValueScanner + '_>> = listed
                 .iter()
                 .filter(|f| f.may_contain_row(&row) && may_hold_range(f, query))
-                .map(|f| f.borrowed_range_scanner())
+                .map(|f| f.borrowed_row_scanner(&row))
                 .collect();
             sources.push(Box::new(MemSource(memstore)));
             let mut merge = MergeScanner::new(sources, &first)?;
